@@ -1,0 +1,36 @@
+import { homedir } from "node:os";
+import { join, resolve } from "node:path";
+
+/** Where svc keeps its state: `SVC_HOME`, or `~/.svc`. */
+export function resolveHome(env: NodeJS.ProcessEnv = process.env): string {
+  const configured = env.SVC_HOME;
+  return configured ? resolve(configured) : join(homedir(), ".svc");
+}
+
+/** The layout of the state directory, in one place (ARCHITECTURE.md, "State on disk"). */
+export function homeLayout(home: string) {
+  const client = join(home, "client");
+  const server = join(home, "server");
+  const proxy = join(home, "proxy");
+  return {
+    home,
+    client,
+    clientConfig: join(client, "config.json"),
+    identities: join(client, "identities"),
+    clientLogs: join(client, "logs"),
+    clientLog: join(client, "logs", "svc.log"),
+    server,
+    database: join(server, "svc.db"),
+    masterKey: join(server, "master.key"),
+    bootstrapSecret: join(server, "bootstrap.secret"),
+    serverLogs: join(server, "logs"),
+    auditLog: join(server, "logs", "svc.log"),
+    daemonLog: join(server, "logs", "daemon.log"),
+    daemonPid: join(server, "daemon.pid"),
+    daemonState: join(server, "daemon.json"),
+    providers: join(home, "providers"),
+    proxy,
+  };
+}
+
+export type HomeLayout = ReturnType<typeof homeLayout>;
