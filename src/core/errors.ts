@@ -19,6 +19,7 @@ export const ERROR_CATALOGUE = {
   ProviderAlreadyRegisteredError: { exitCode: 7, httpStatus: 409 },
   EndpointUnreachableError: { exitCode: 8, httpStatus: 502 },
   DaemonUnavailableError: { exitCode: 9, httpStatus: 503 },
+  VaultUnavailableError: { exitCode: 1, httpStatus: 503 },
 } as const satisfies Record<string, { exitCode: number; httpStatus: number }>;
 
 export type ErrorName = keyof typeof ERROR_CATALOGUE;
@@ -75,6 +76,7 @@ export const ConnectionAlreadyExistsError = defineError("ConnectionAlreadyExists
 export const ProviderAlreadyRegisteredError = defineError("ProviderAlreadyRegisteredError");
 export const EndpointUnreachableError = defineError("EndpointUnreachableError");
 export const DaemonUnavailableError = defineError("DaemonUnavailableError");
+export const VaultUnavailableError = defineError("VaultUnavailableError");
 
 const CLASSES: Record<ErrorName, new (message: string, options?: ErrorOptions) => SvcError> = {
   UnexpectedError,
@@ -92,6 +94,7 @@ const CLASSES: Record<ErrorName, new (message: string, options?: ErrorOptions) =
   ProviderAlreadyRegisteredError,
   EndpointUnreachableError,
   DaemonUnavailableError,
+  VaultUnavailableError,
 };
 
 export function isErrorName(value: unknown): value is ErrorName {

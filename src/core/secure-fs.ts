@@ -12,7 +12,11 @@ export function ensurePrivateDir(path: string): void {
  * never half of it. With `exclusive`, fails if the file already exists (so two writers cannot
  * both create the same key).
  */
-export function writePrivateFile(path: string, data: string | Uint8Array, options: { exclusive?: boolean } = {}): void {
+export function writePrivateFile(
+  path: string,
+  data: string | Uint8Array,
+  options: { exclusive?: boolean } = {},
+): void {
   ensurePrivateDir(dirname(path));
   if (options.exclusive) {
     writeFileSync(path, data, { mode: 0o600, flag: "wx" });

@@ -1,0 +1,132 @@
+import { readFileSync } from "node:fs";
+import { type Command, InvalidArgumentError } from "commander";
+import { homeLayout, resolveHome } from "../../core/paths.ts";
+import { serveForever } from "../../daemon/serve.ts";
+import type { CliContext } from "../context.ts";
+import { daemonStatus, startDetached, stopDaemon } from "../daemon-control.ts";
+
+const LOOPBACK_HOSTS = new Set(["127.0.0.1", "localhost", "::1"]);
+
+function parsePort(value: string): number {
+  const port = Number(value);
+  if (!Number.isInteger(port) || port < 0 || port > 65535)
+    throw new InvalidArgumentError("must be a port number 0-65535");
+  return port;
+}
+
+export interface ServeOptions {
+  host: string;
+  port: number;
+  publicUrl?: string;
+}
+
+export async function runServe(context: CliContext, options: ServeOptions): Promise<void> {
+  if (!LOOPBACK_HOSTS.has(options.host)) {
+    context.out.warn(
+      `binding ${options.host}: the daemon is reachable from other machines; put it behind TLS and a reverse proxy`,
+    );
+  }
+  await serveForever({
+    layout: homeLayout(resolveHome(context.io.env)),
+    config: {
+      host: options.host,
+      port: options.port,
+      publicUrl: options.publicUrl ?? context.io.env.SVC_PUBLIC_URL,
+    },
+    env: context.io.env,
+  });
+}
+
+export async function runStart(context: CliContext): Promise<void> {
+  const current = await daemonStatus(context.layout, context.baseUrl);
+  if (current.running) {
+    printStatus(context, current, "already running");
+    return;
+  }
+  const status = await startDetached(context.layout, context.baseUrl, context.io.env);
+  printStatus(context, status, "started");
+}
+
+export async function runStop(context: CliContext): Promise<void> {
+  const stopped = await stopDaemon(context.layout);
+  if (context.out.options.json) context.out.json({ stopped });
+  else context.out.status(stopped ? "daemon stopped" : "no daemon was running");
+}
+
+export async function runStatus(context: CliContext): Promise<void> {
+  const status = await daemonStatus(context.layout, context.baseUrl);
+  printStatus(context, status);
+}
+
+export function runLogs(context: CliContext, lines: number): void {
+  let text = "";
+  try {
+    text = readFileSync(context.layout.daemonLog, "utf8");
+  } catch {
+    context.out.status(`no daemon log yet at ${context.layout.daemonLog}`);
+    return;
+  }
+  const all = text.split("\n").filter(Boolean);
+  for (const line of all.slice(-lines)) context.out.line(line);
+}
+
+function printStatus(
+  context: CliContext,
+  status: Awaited<ReturnType<typeof daemonStatus>>,
+  note?: string,
+): void {
+  if (context.out.options.json) {
+    context.out.json(status);
+    return;
+  }
+  if (note) context.out.status(`daemon ${note}`);
+  context.out.fields([
+    ["status", status.running ? "running" : "stopped"],
+    ["url", status.url],
+    ["pid", status.pid?.toString()],
+    ["version", status.version],
+    ["uptime", status.uptime_seconds === undefined ? undefined : `${status.uptime_seconds}s`],
+  ]);
+}
+
+export function registerDaemonCommands(program: Command, contextFor: (command: Command) => CliContext): void {
+  const daemon = program.command("daemon").description("Run and manage the svc daemon");
+  daemon
+    .command("serve")
+    .description("Run the daemon in the foreground")
+    .option("--host <host>", "address to bind (non-loopback needs this flag explicitly)", "127.0.0.1")
+    .option("--port <port>", "port to listen on", parsePort, 7998)
+    .option("--public-url <url>", "public URL of a hosted daemon (callbacks, allowed Host header)")
+    .action(async (options: ServeOptions, command: Command) => runServe(contextFor(command), options));
+  daemon
+    .command("start")
+    .description("Start the daemon in the background and wait until it answers")
+    .action(async (_options, command: Command) => runStart(contextFor(command)));
+  daemon
+    .command("stop")
+    .description("Stop the background daemon (SIGTERM, then SIGKILL after 10 s)")
+    .action(async (_options, command: Command) => runStop(contextFor(command)));
+  daemon
+    .command("restart")
+    .description("Stop, then start the background daemon")
+    .action(async (_options, command: Command) => {
+      const context = contextFor(command);
+      await stopDaemon(context.layout);
+      await runStart(context);
+    });
+  daemon
+    .command("status")
+    .description("Show pid, URL, version and uptime of the daemon")
+    .action(async (_options, command: Command) => runStatus(contextFor(command)));
+  daemon
+    .command("logs")
+    .description("Print the end of the daemon log")
+    .option("-n, --lines <count>", "number of lines", (value) => parseCount(value), 50)
+    .action((options: { lines: number }, command: Command) => runLogs(contextFor(command), options.lines));
+}
+
+export function parseCount(value: string): number {
+  const count = Number(value);
+  if (!Number.isInteger(count) || count < 1) throw new InvalidArgumentError("must be a positive integer");
+  return count;
+}

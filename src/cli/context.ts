@@ -1,0 +1,69 @@
+import { resolveBaseUrl } from "../client/base-url.ts";
+import { readClientConfig } from "../client/config.ts";
+import type { DaemonClient } from "../client/daemon-client.ts";
+import { activeIdentity, clientFor } from "../client/session.ts";
+import { type HomeLayout, homeLayout, resolveHome } from "../core/paths.ts";
+import type { LocalIdentity } from "../identity/identity-files.ts";
+import { ensureDaemon } from "./daemon-control.ts";
+import { DebugLog } from "./debug-log.ts";
+import { Output } from "./output.ts";
+
+export interface GlobalOptions {
+  json?: boolean;
+  quiet?: boolean;
+  color?: boolean;
+  verbose?: boolean;
+  logFile?: string;
+}
+
+export interface CliIo {
+  stdout: (text: string) => void;
+  stderr: (text: string) => void;
+  env: NodeJS.ProcessEnv;
+  stdinIsTty: boolean;
+  stdoutIsTty: boolean;
+}
+
+/** What every command's run function gets: output, paths, and a lazily connected daemon client. */
+export class CliContext {
+  readonly io: CliIo;
+  readonly layout: HomeLayout;
+  readonly out: Output;
+  readonly log: DebugLog;
+  #client?: Promise<DaemonClient>;
+
+  constructor(io: CliIo, options: GlobalOptions) {
+    this.io = io;
+    this.layout = homeLayout(resolveHome(io.env));
+    const color = options.color !== false && !io.env.NO_COLOR && io.stdoutIsTty;
+    this.out = new Output(
+      { json: Boolean(options.json), quiet: Boolean(options.quiet), color },
+      io.stdout,
+      io.stderr,
+    );
+    this.log = new DebugLog({
+      path: options.logFile === undefined ? this.layout.clientLog : options.logFile,
+      verbose: Boolean(options.verbose),
+      stderr: io.stderr,
+    });
+  }
+
+  get baseUrl(): string {
+    return resolveBaseUrl(this.io.env, readClientConfig(this.layout.clientConfig));
+  }
+
+  identity(): LocalIdentity {
+    return activeIdentity(this.layout);
+  }
+
+  /** A client signing as the active identity, with the local daemon started when needed. */
+  daemon(): Promise<DaemonClient> {
+    this.#client ??= (async () => {
+      const baseUrl = this.baseUrl;
+      this.log.debug("connecting", { base_url: baseUrl });
+      await ensureDaemon(this.layout, baseUrl, this.io.env);
+      return clientFor(this.layout, this.io.env, this.identity());
+    })();
+    return this.#client;
+  }
+}

@@ -1,0 +1,159 @@
+import type { KeyObject } from "node:crypto";
+import http from "node:http";
+import https from "node:https";
+import {
+  AuthenticationFailedError,
+  DaemonUnavailableError,
+  errorFromBody,
+  type SvcError,
+  UnexpectedError,
+} from "../core/errors.ts";
+import { signPopToken } from "../identity/pop-token.ts";
+
+export interface ClientIdentity {
+  handle: string;
+  did: string;
+  privateKey: KeyObject;
+}
+
+export interface DaemonClientOptions {
+  baseUrl: string;
+  identity?: ClientIdentity;
+  /**
+   * Registers the identity with the daemon (idempotent). Called once when a request is refused as
+   * unauthenticated, since the usual cause is a daemon that does not know the identity yet.
+   */
+  register?: () => Promise<void>;
+  timeoutMs?: number;
+}
+
+export interface RequestOptions {
+  body?: unknown;
+  /** `pop` (default), `none`, or `self-signed` (the same token; the daemon checks it against `iss`). */
+  auth?: "pop" | "none";
+  timeoutMs?: number;
+}
+
+const keepAliveHttp = new http.Agent({ keepAlive: true, maxSockets: 64 });
+const keepAliveHttps = new https.Agent({ keepAlive: true, maxSockets: 64 });
+
+/**
+ * The typed HTTP client of the daemon, shared by the CLI and the proxy. Signs every protected
+ * request with a fresh PoP token and turns `{error, message}` bodies back into error classes.
+ */
+export class DaemonClient {
+  readonly baseUrl: string;
+  readonly identity?: ClientIdentity;
+  readonly #register?: () => Promise<void>;
+  readonly #timeoutMs: number;
+  readonly #url: URL;
+  #registering = false;
+
+  constructor(options: DaemonClientOptions) {
+    this.baseUrl = options.baseUrl.replace(/\/+$/, "");
+    this.identity = options.identity;
+    this.#register = options.register;
+    this.#timeoutMs = options.timeoutMs ?? 30_000;
+    this.#url = new URL(this.baseUrl);
+  }
+
+  async request<T>(method: string, path: string, options: RequestOptions = {}): Promise<T> {
+    try {
+      return await this.#send<T>(method, path, options);
+    } catch (error) {
+      const register = this.#register;
+      if (
+        !(error instanceof AuthenticationFailedError) ||
+        !register ||
+        options.auth === "none" ||
+        this.#registering
+      ) {
+        throw error;
+      }
+      this.#registering = true;
+      try {
+        await register();
+      } finally {
+        this.#registering = false;
+      }
+      return this.#send<T>(method, path, options);
+    }
+  }
+
+  get<T>(path: string, options?: RequestOptions): Promise<T> {
+    return this.request<T>("GET", path, options);
+  }
+
+  post<T>(path: string, body?: unknown, options?: RequestOptions): Promise<T> {
+    return this.request<T>("POST", path, { ...options, body });
+  }
+
+  async #send<T>(method: string, path: string, options: RequestOptions): Promise<T> {
+    const body = options.body === undefined ? undefined : Buffer.from(JSON.stringify(options.body));
+    const pathAndQuery = `${this.#url.pathname.replace(/\/$/, "")}${path}`;
+    const headers: Record<string, string> = { accept: "application/json" };
+    if (body) {
+      headers["content-type"] = "application/json";
+      headers["content-length"] = String(body.length);
+    }
+    if ((options.auth ?? "pop") === "pop") {
+      if (!this.identity) throw new UnexpectedError("this request needs an identity to sign it");
+      headers.authorization = `PoP ${signPopToken({ ...this.identity, method, pathAndQuery, body })}`;
+    }
+    const { status, text } = await this.#exchange(method, pathAndQuery, headers, body, options.timeoutMs);
+    let parsed: unknown;
+    try {
+      parsed = text ? JSON.parse(text) : undefined;
+    } catch {
+      throw new UnexpectedError(
+        `the daemon at ${this.baseUrl} answered ${status} with a body that is not JSON`,
+      );
+    }
+    if (status >= 400) throw errorFromBody(parsed, `the daemon answered HTTP ${status}`);
+    return parsed as T;
+  }
+
+  #exchange(
+    method: string,
+    pathAndQuery: string,
+    headers: Record<string, string>,
+    body: Buffer | undefined,
+    timeoutMs = this.#timeoutMs,
+  ): Promise<{ status: number; text: string }> {
+    const secure = this.#url.protocol === "https:";
+    return new Promise((resolve, reject) => {
+      const request = (secure ? https : http).request(
+        {
+          protocol: this.#url.protocol,
+          hostname: this.#url.hostname.replace(/^\[|\]$/g, ""),
+          port: this.#url.port || (secure ? 443 : 80),
+          method,
+          path: pathAndQuery,
+          headers,
+          agent: secure ? keepAliveHttps : keepAliveHttp,
+          timeout: timeoutMs,
+        },
+        (response) => {
+          const chunks: Buffer[] = [];
+          response.on("data", (chunk: Buffer) => chunks.push(chunk));
+          response.on("end", () =>
+            resolve({ status: response.statusCode ?? 0, text: Buffer.concat(chunks).toString("utf8") }),
+          );
+          response.on("error", (error) => reject(this.#unavailable(error)));
+        },
+      );
+      request.on("timeout", () => request.destroy(new Error(`no answer within ${timeoutMs} ms`)));
+      request.on("error", (error) => reject(this.#unavailable(error)));
+      request.end(body);
+    });
+  }
+
+  #unavailable(error: Error): SvcError {
+    const code = (error as NodeJS.ErrnoException).code;
+    const reason = code ?? error.message;
+    return new DaemonUnavailableError(
+      `the svc daemon at ${this.baseUrl} is not reachable (${reason}); start it with \`svc daemon start\` or check SVC_BASE_URL`,
+      { cause: error },
+    );
+  }
+}

@@ -1,0 +1,53 @@
+import type { RegisteredIdentityRecord } from "../api/identities.ts";
+import { readBootstrapSecret } from "../core/bootstrap-secret.ts";
+import type { HomeLayout } from "../core/paths.ts";
+import { IdentityFiles, type LocalIdentity } from "../identity/identity-files.ts";
+import { localClaimProof } from "../identity/local-claim.ts";
+import { resolveBaseUrl } from "./base-url.ts";
+import { readClientConfig, updateClientConfig } from "./config.ts";
+import { DaemonClient } from "./daemon-client.ts";
+
+/** The active local identity, created on first use. */
+export function activeIdentity(layout: HomeLayout): LocalIdentity {
+  const files = new IdentityFiles(layout.identities);
+  const config = readClientConfig(layout.clientConfig);
+  if (config.active_identity && files.exists(config.active_identity))
+    return files.load(config.active_identity);
+  const created = files.create();
+  // Another process may have made one meanwhile: the first saved stays active.
+  const latest = readClientConfig(layout.clientConfig);
+  if (latest.active_identity && files.exists(latest.active_identity))
+    return files.load(latest.active_identity);
+  updateClientConfig(layout.clientConfig, { active_identity: created.handle });
+  return created;
+}
+
+/**
+ * Registers the identity with the daemon; when this process can read the daemon's bootstrap secret
+ * (a loopback daemon sharing SVC_HOME) it also proves that, which claims the identity locally.
+ */
+export async function registerIdentity(
+  client: DaemonClient,
+  identity: LocalIdentity,
+  layout: HomeLayout,
+): Promise<RegisteredIdentityRecord> {
+  const secret = readBootstrapSecret(layout.bootstrapSecret);
+  return client.post<RegisteredIdentityRecord>("/api/identities", {
+    handle: identity.handle,
+    did: identity.did,
+    ...(secret ? { local_claim_proof: localClaimProof(secret, identity.did) } : {}),
+  });
+}
+
+/** A client for the configured daemon, signing as `identity`, that registers it when needed. */
+export function clientFor(layout: HomeLayout, env: NodeJS.ProcessEnv, identity: LocalIdentity): DaemonClient {
+  const baseUrl = resolveBaseUrl(env, readClientConfig(layout.clientConfig));
+  const client: DaemonClient = new DaemonClient({
+    baseUrl,
+    identity,
+    register: async () => {
+      await registerIdentity(client, identity, layout);
+    },
+  });
+  return client;
+}

@@ -1,0 +1,6 @@
+import { randomBytes } from "node:crypto";
+
+/** An opaque random identifier with a readable type prefix, e.g. `prn_3kT9...`. */
+export function newId(prefix: string, bytes = 12): string {
+  return `${prefix}_${randomBytes(bytes).toString("base64url")}`;
+}

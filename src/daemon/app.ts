@@ -1,0 +1,70 @@
+import fastifySwagger from "@fastify/swagger";
+import fastifySwaggerUi from "@fastify/swagger-ui";
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from "fastify";
+import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from "fastify-type-provider-zod";
+import type { Logger } from "pino";
+import { VERSION } from "../core/version.ts";
+import type { DaemonContext } from "./context.ts";
+import { registerErrorHandling } from "./plugins/errors.ts";
+import { registerHostGuard } from "./plugins/host-guard.ts";
+import { registerPopAuth } from "./plugins/pop-auth.ts";
+import { MAX_BODY_BYTES, registerRawBodyJson } from "./plugins/raw-body.ts";
+import { identityRoutes } from "./routes/identities.ts";
+import { systemRoutes } from "./routes/system.ts";
+
+export interface BuildAppOptions {
+  logger?: Logger | false;
+}
+
+/** The composition root for HTTP: plugins, then one plugin per route group. */
+export async function buildApp(
+  context: DaemonContext,
+  options: BuildAppOptions = {},
+): Promise<FastifyInstance> {
+  const app = Fastify({
+    loggerInstance: (options.logger || undefined) as FastifyBaseLogger | undefined,
+    disableRequestLogging: true,
+    bodyLimit: MAX_BODY_BYTES,
+    forceCloseConnections: "idle",
+    return503OnClosing: true,
+  });
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
+  registerRawBodyJson(app);
+  registerErrorHandling(app);
+  registerHostGuard(app, context.config);
+  registerPopAuth(app, context);
+
+  await app.register(fastifySwagger, {
+    openapi: {
+      openapi: "3.1.0",
+      info: {
+        title: "svc daemon",
+        version: VERSION,
+        description:
+          "Local credential daemon. Protected /api routes need `Authorization: PoP <jwt>` (docs/security.md).",
+      },
+      components: {
+        securitySchemes: {
+          pop: {
+            type: "apiKey",
+            in: "header",
+            name: "Authorization",
+            description: "`PoP <jwt>` signed with the caller's Ed25519 identity",
+          },
+        },
+      },
+    },
+    transform: jsonSchemaTransform,
+  });
+  await app.register(fastifySwaggerUi, { routePrefix: "/docs" });
+
+  app.get(
+    "/openapi.json",
+    { schema: { summary: "This OpenAPI 3.1 description", tags: ["system"] } },
+    async () => app.swagger(),
+  );
+  await app.register(systemRoutes(context));
+  await app.register(identityRoutes(context));
+  return app;
+}

@@ -1,0 +1,33 @@
+import type { HomeLayout } from "../core/paths.ts";
+import type { ReplayCache } from "../identity/pop-token.ts";
+import type { Store } from "../store/store.ts";
+import type { MasterKeyResolution } from "../vault/master-key.ts";
+import type { VaultService } from "../vault/vault-service.ts";
+import type { IdentityRegistry } from "./services/identity-registry.ts";
+import type { PrincipalService } from "./services/principals.ts";
+
+export interface DaemonConfig {
+  host: string;
+  port: number;
+  /** Public URL of a hosted daemon (OAuth callbacks, Host header allow-list). */
+  publicUrl?: string;
+}
+
+/** Everything the routes need, built once by the composition root and passed in explicitly. */
+export interface DaemonContext {
+  config: DaemonConfig;
+  layout: HomeLayout;
+  store: Store;
+  masterKey: MasterKeyResolution;
+  vault: VaultService;
+  identities: IdentityRegistry;
+  principals: PrincipalService;
+  replayCache: ReplayCache;
+  bootstrapSecret: Buffer;
+  startedAt: Date;
+  now: () => Date;
+  /** Parses every bundled and custom provider definition (the `providers` readiness check). */
+  checkProviders: () => { ok: boolean; issue?: string };
+  /** Non-fatal provider observations, e.g. a custom provider overriding a bundled name. */
+  providerWarnings: () => string[];
+}

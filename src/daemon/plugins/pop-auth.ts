@@ -1,0 +1,81 @@
+import type { FastifyInstance, FastifyRequest } from "fastify";
+import { AuthenticationFailedError } from "../../core/errors.ts";
+import { type PopClaims, verifyPopToken, verifySelfSignedPopToken } from "../../identity/pop-token.ts";
+import type { DaemonContext } from "../context.ts";
+
+/**
+ * How a route authenticates. `/api/*` routes default to `pop`; a route opts out explicitly.
+ * `self-signed`: the key comes from the token's own `iss` DID (an identity registering itself).
+ */
+export type RouteAuth = "pop" | "self-signed" | "none";
+
+export interface Caller {
+  handle: string;
+  did: string;
+  principalId: string | null;
+}
+
+declare module "fastify" {
+  interface FastifyContextConfig {
+    auth?: RouteAuth;
+  }
+  interface FastifyRequest {
+    caller?: Caller;
+    popClaims?: PopClaims;
+  }
+}
+
+const SCHEME = /^PoP\s+(\S+)$/;
+
+function bearerToken(request: FastifyRequest): string {
+  const header = request.headers.authorization;
+  const match = header ? SCHEME.exec(header) : null;
+  if (!match) throw new AuthenticationFailedError("this route needs an `Authorization: PoP <jwt>` header");
+  return match[1]!;
+}
+
+export function routeAuth(request: FastifyRequest): RouteAuth {
+  const configured = request.routeOptions.config?.auth;
+  if (configured) return configured;
+  return request.url.startsWith("/api/") ? "pop" : "none";
+}
+
+/** Verifies the Proof-of-Possession token on every route that needs one (after the body is read). */
+export function registerPopAuth(app: FastifyInstance, context: DaemonContext): void {
+  app.addHook("preHandler", async (request) => {
+    const auth = routeAuth(request);
+    if (auth === "none") return;
+    const token = bearerToken(request);
+    const signed = {
+      method: request.method,
+      pathAndQuery: request.url,
+      body: request.rawBody ?? Buffer.alloc(0),
+    };
+    const nowSeconds = Math.floor(context.now().getTime() / 1000);
+    if (auth === "self-signed") {
+      request.popClaims = await verifySelfSignedPopToken(token, signed, {
+        nowSeconds,
+        replayCache: context.replayCache,
+      });
+      return;
+    }
+    let principalId: string | null = null;
+    const claims = await verifyPopToken(token, signed, {
+      nowSeconds,
+      replayCache: context.replayCache,
+      lookupIdentity: async (handle) => {
+        const identity = await context.identities.lookup(handle);
+        principalId = identity?.principalId ?? null;
+        return identity;
+      },
+    });
+    request.popClaims = claims;
+    request.caller = { handle: claims.sub, did: claims.iss, principalId };
+  });
+}
+
+/** The authenticated caller of a PoP route (the hook guarantees it is set). */
+export function callerOf(request: FastifyRequest): Caller {
+  if (!request.caller) throw new AuthenticationFailedError("this route needs a PoP-authenticated caller");
+  return request.caller;
+}

@@ -1,0 +1,64 @@
+import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
+import { ErrorBodySchema } from "../../api/errors.ts";
+import { IdentityRegistrationSchema, RegisteredIdentitySchema } from "../../api/identities.ts";
+import { AuthenticationFailedError } from "../../core/errors.ts";
+import { verifyLocalClaimProof } from "../../identity/local-claim.ts";
+import type { DaemonContext } from "../context.ts";
+
+/** An identity registers itself (a self-signed PoP token) and, proving local access, is claimed. */
+export function identityRoutes(context: DaemonContext): FastifyPluginAsyncZod {
+  return async (app) => {
+    app.post(
+      "/api/identities",
+      {
+        config: { auth: "self-signed" },
+        schema: {
+          summary: "Register an identity; with a local claim proof, attach it to the local owner",
+          description:
+            "Authenticated by a PoP token signed with the key the `did` names (`iss` = did, `sub` = handle). Idempotent.",
+          tags: ["identities"],
+          security: [{ pop: [] }],
+          body: IdentityRegistrationSchema,
+          response: {
+            200: RegisteredIdentitySchema,
+            400: ErrorBodySchema,
+            401: ErrorBodySchema,
+            403: ErrorBodySchema,
+          },
+        },
+      },
+      async (request) => {
+        const { handle, did, local_claim_proof: proof } = request.body;
+        const claims = request.popClaims!;
+        if (claims.iss !== did || claims.sub !== handle) {
+          throw new AuthenticationFailedError(
+            "the PoP token must be signed by the identity being registered",
+          );
+        }
+        const now = context.now();
+        let identity = await context.identities.register(handle, did, now);
+        if (proof !== undefined) {
+          if (!verifyLocalClaimProof(context.bootstrapSecret, did, proof)) {
+            throw new AuthenticationFailedError(
+              "the local claim proof is wrong (is this the daemon's SVC_HOME?)",
+            );
+          }
+          if (!identity.principalId) {
+            const owner = await context.principals.localOwner(now);
+            identity = await context.identities.claim(handle, owner.id, now);
+          }
+        }
+        const principal = identity.principalId
+          ? await context.principals.get(identity.principalId)
+          : undefined;
+        return {
+          handle: identity.handle,
+          did: identity.did,
+          principal_id: principal?.id,
+          principal_role: principal?.role,
+          vault_id: principal?.vaultId ?? undefined,
+        };
+      },
+    );
+  };
+}

@@ -1,0 +1,170 @@
+import { readFileSync, rmSync, writeFileSync } from "node:fs";
+import type { FastifyInstance } from "fastify";
+import pino, { type Logger } from "pino";
+import { ensureBootstrapSecret } from "../core/bootstrap-secret.ts";
+import type { HomeLayout } from "../core/paths.ts";
+import { ensurePrivateDir, writePrivateFile } from "../core/secure-fs.ts";
+import { SPEC_VERSION, VERSION } from "../core/version.ts";
+import { MemoryReplayCache } from "../identity/pop-token.ts";
+import { SettingsRepository } from "../store/settings.ts";
+import { openSqliteStore, type Store } from "../store/store.ts";
+import { type KeyringAccess, osKeyring, resolveMasterKey } from "../vault/master-key.ts";
+import { VaultService } from "../vault/vault-service.ts";
+import { buildApp } from "./app.ts";
+import type { DaemonConfig, DaemonContext } from "./context.ts";
+import { IdentityRegistry } from "./services/identity-registry.ts";
+import { PrincipalService } from "./services/principals.ts";
+import { providerChecks } from "./services/provider-checks.ts";
+import { SPEC_VERSION_SETTING, SYSTEM_VAULT_ID } from "./services/readiness.ts";
+
+export interface DaemonStartOptions {
+  layout: HomeLayout;
+  config: DaemonConfig;
+  env?: NodeJS.ProcessEnv;
+  keyring?: KeyringAccess;
+  logger?: Logger | false;
+}
+
+export interface RunningDaemon {
+  app: FastifyInstance;
+  context: DaemonContext;
+  url: string;
+  close(): Promise<void>;
+}
+
+/** The process-level state a running daemon records, read by `svc daemon status|stop`. */
+export interface DaemonState {
+  pid: number;
+  url: string;
+  version: string;
+  started_at: string;
+  home: string;
+}
+
+export function daemonLogger(): Logger {
+  return pino({
+    level: process.env.SVC_LOG_LEVEL ?? "info",
+    redact: {
+      paths: ["req.headers.authorization", "req.headers.cookie", "*.secret", "*.token"],
+      censor: "[redacted]",
+    },
+  });
+}
+
+/** Builds the context (store, vault, identities) and starts listening. */
+export async function startDaemon(options: DaemonStartOptions): Promise<RunningDaemon> {
+  const { layout, config } = options;
+  const env = options.env ?? process.env;
+  ensurePrivateDir(layout.home);
+  ensurePrivateDir(layout.server);
+  const store = await openSqliteStore({ path: layout.database });
+  try {
+    const context = await createContext(store, options, env);
+    const app = await buildApp(context, { logger: options.logger });
+    await app.listen({ host: config.host, port: config.port });
+    const address = app.server.address();
+    const port = typeof address === "object" && address ? address.port : config.port;
+    const host = config.host.includes(":") ? `[${config.host}]` : config.host;
+    const url = `http://${host}:${port}`;
+    return {
+      app,
+      context,
+      url,
+      async close() {
+        await app.close();
+        await store.close();
+      },
+    };
+  } catch (error) {
+    await store.close();
+    throw error;
+  }
+}
+
+async function createContext(
+  store: Store,
+  options: DaemonStartOptions,
+  env: NodeJS.ProcessEnv,
+): Promise<DaemonContext> {
+  const { layout } = options;
+  const masterKey = await resolveMasterKey({
+    env: {
+      SVC_MASTER_KEY: env.SVC_MASTER_KEY,
+      SVC_MASTER_KEY_FILE: env.SVC_MASTER_KEY_FILE,
+      SVC_ENCRYPTION_MODE: env.SVC_ENCRYPTION_MODE,
+    },
+    localKeyPath: layout.masterKey,
+    keyring: options.keyring ?? osKeyring(),
+  });
+  const vault = new VaultService({ db: store.db, masterKey });
+  await vault.init();
+  if (!vault.status.locked) await vault.createVault(null, SYSTEM_VAULT_ID);
+  await new SettingsRepository(store.db).setIfAbsent(SPEC_VERSION_SETTING, String(SPEC_VERSION));
+  const providers = providerChecks();
+  return {
+    config: options.config,
+    layout,
+    store,
+    masterKey,
+    vault,
+    identities: new IdentityRegistry(store.db),
+    principals: new PrincipalService(store.db, vault),
+    replayCache: new MemoryReplayCache(),
+    bootstrapSecret: ensureBootstrapSecret(layout.bootstrapSecret),
+    startedAt: new Date(),
+    now: () => new Date(),
+    checkProviders: providers.check,
+    providerWarnings: providers.warnings,
+  };
+}
+
+/**
+ * Runs the daemon in this process until SIGTERM/SIGINT: in-flight requests finish, the store
+ * closes, and the pid/state files are removed.
+ */
+export async function serveForever(options: DaemonStartOptions): Promise<void> {
+  const logger = options.logger ?? daemonLogger();
+  const daemon = await startDaemon({ ...options, logger });
+  const { layout } = options;
+  const state: DaemonState = {
+    pid: process.pid,
+    url: daemon.url,
+    version: VERSION,
+    started_at: daemon.context.startedAt.toISOString(),
+    home: layout.home,
+  };
+  writePrivateFile(layout.daemonState, `${JSON.stringify(state, null, 2)}\n`);
+  writeFileSync(layout.daemonPid, `${process.pid}\n`, { mode: 0o600 });
+  if (logger) logger.info({ url: daemon.url, version: VERSION, home: layout.home }, "svc daemon listening");
+
+  await new Promise<void>((resolve) => {
+    let stopping = false;
+    const stop = (signal: NodeJS.Signals) => {
+      if (stopping) return;
+      stopping = true;
+      if (logger) logger.info({ signal }, "svc daemon stopping");
+      daemon
+        .close()
+        .catch((error: unknown) => {
+          if (logger) logger.error({ err: error }, "error while stopping");
+        })
+        .finally(() => {
+          removeOwnStateFiles(layout);
+          resolve();
+        });
+    };
+    process.once("SIGTERM", stop);
+    process.once("SIGINT", stop);
+  });
+}
+
+/** Removes the pid/state files only if they still describe this process (a successor may own them). */
+function removeOwnStateFiles(layout: HomeLayout): void {
+  try {
+    if (readFileSync(layout.daemonPid, "utf8").trim() !== String(process.pid)) return;
+  } catch {
+    return;
+  }
+  rmSync(layout.daemonPid, { force: true });
+  rmSync(layout.daemonState, { force: true });
+}

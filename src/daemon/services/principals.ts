@@ -1,0 +1,81 @@
+import type { Kysely } from "kysely";
+import { newId } from "../../core/ids.ts";
+import type { Database } from "../../store/schema.ts";
+import { SettingsRepository } from "../../store/settings.ts";
+import type { VaultService } from "../../vault/vault-service.ts";
+
+export type PrincipalRole = "admin" | "user";
+
+export interface Principal {
+  id: string;
+  role: PrincipalRole;
+  vaultId: string | null;
+}
+
+const LOCAL_OWNER_KEY = "principals.local_owner";
+
+/** Principals own vaults; the first principal of a fresh daemon is `admin`, later ones `user`. */
+export class PrincipalService {
+  readonly #db: Kysely<Database>;
+  readonly #settings: SettingsRepository;
+  readonly #vault: VaultService;
+  readonly #cache = new Map<string, Principal>();
+
+  constructor(db: Kysely<Database>, vault: VaultService) {
+    this.#db = db;
+    this.#settings = new SettingsRepository(db);
+    this.#vault = vault;
+  }
+
+  async get(id: string): Promise<Principal | undefined> {
+    const cached = this.#cache.get(id);
+    if (cached) return cached;
+    const row = await this.#db
+      .selectFrom("principals")
+      .select(["id", "role"])
+      .where("id", "=", id)
+      .executeTakeFirst();
+    if (!row) return undefined;
+    const vault = await this.#db
+      .selectFrom("vaults")
+      .select("id")
+      .where("principal_id", "=", id)
+      .executeTakeFirst();
+    const principal = { id: row.id, role: row.role, vaultId: vault?.id ?? null };
+    if (principal.vaultId) this.#cache.set(id, principal);
+    return principal;
+  }
+
+  /** Creates a principal with its vault; `admin` when it is the very first principal. */
+  async create(now: Date, email: string | null = null): Promise<Principal> {
+    const id = newId("prn");
+    await this.#db.transaction().execute(async (trx) => {
+      const count = await trx
+        .selectFrom("principals")
+        .select((eb) => eb.fn.countAll<number>().as("n"))
+        .executeTakeFirstOrThrow();
+      const role: PrincipalRole = Number(count.n) === 0 ? "admin" : "user";
+      await trx
+        .insertInto("principals")
+        .values({ id, role, email, password_hash: null, created_at: now.toISOString() })
+        .execute();
+    });
+    await this.#vault.createVault(id);
+    return (await this.get(id))!;
+  }
+
+  /**
+   * The principal who owns this daemon's machine account: whoever can read the bootstrap secret.
+   * Created on the first local claim; concurrent first claims agree on one owner.
+   */
+  async localOwner(now: Date): Promise<Principal> {
+    const existing = await this.#settings.get(LOCAL_OWNER_KEY);
+    if (existing) {
+      const principal = await this.get(existing);
+      if (principal) return principal;
+    }
+    const candidate = await this.create(now);
+    const winner = await this.#settings.setIfAbsent(LOCAL_OWNER_KEY, candidate.id);
+    return (await this.get(winner)) ?? candidate;
+  }
+}

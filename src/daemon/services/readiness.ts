@@ -1,0 +1,95 @@
+import type { Readiness } from "../../api/health.ts";
+import { SPEC_VERSION } from "../../core/version.ts";
+import { SettingsRepository } from "../../store/settings.ts";
+import type { DaemonContext } from "../context.ts";
+import type { Caller } from "../plugins/pop-auth.ts";
+
+export const SPEC_VERSION_SETTING = "spec_version";
+export const SYSTEM_VAULT_ID = "system";
+
+type CheckResult = { value: string; issue?: string; warning?: string };
+
+function failure(error: unknown, value = "failed"): CheckResult {
+  return { value, issue: error instanceof Error ? error.message : String(error) };
+}
+
+async function attempt(run: () => Promise<CheckResult | undefined>): Promise<CheckResult> {
+  try {
+    return (await run()) ?? { value: "ok" };
+  } catch (error) {
+    return failure(error);
+  }
+}
+
+/** Derived on every call, never stored (spec: states and transitions). */
+export async function evaluateReadiness(context: DaemonContext, caller: Caller): Promise<Readiness> {
+  const principal = caller.principalId ? await context.principals.get(caller.principalId) : undefined;
+  const vaultId = principal?.vaultId ?? SYSTEM_VAULT_ID;
+
+  const store = await attempt(async () => {
+    await context.store.probe();
+    return undefined;
+  });
+  const vault = await attempt(async () => {
+    await context.vault.roundTrip(vaultId);
+    return undefined;
+  });
+  const integrity = await attempt(async () => {
+    const result = await context.vault.checkIntegrity();
+    return result.ok ? undefined : { value: "failed", issue: result.issue };
+  });
+  const identity: CheckResult = caller.principalId
+    ? { value: "ok" }
+    : {
+        value: "ok",
+        warning: `the identity "${caller.handle}" is registered but not yet claimed by a principal`,
+      };
+  const providers = await attempt(async () => {
+    const result = context.checkProviders();
+    return result.ok ? undefined : { value: "failed", issue: result.issue };
+  });
+  const connections = await attempt(async () => {
+    for (const key of await context.vault.list(vaultId, "connections/"))
+      await context.vault.get(vaultId, key);
+    return undefined;
+  });
+  const specVersion = await attempt(async () => {
+    const stored = await new SettingsRepository(context.store.db).get(SPEC_VERSION_SETTING);
+    if (stored === String(SPEC_VERSION)) return undefined;
+    return {
+      value: "mismatch",
+      issue: `the store was written by spec version ${stored ?? "unknown"} but this daemon speaks ${SPEC_VERSION}; upgrade svc`,
+    };
+  });
+
+  const results = { store, vault, integrity, identity, providers, connections, spec_version: specVersion };
+  const issues = [...context.masterKey.issues];
+  const warnings = [...context.masterKey.warnings, ...context.providerWarnings()];
+  for (const [name, result] of Object.entries(results)) {
+    if (result.issue) issues.push(`${name}: ${result.issue}`);
+    if (result.warning) warnings.push(result.warning);
+  }
+  return {
+    status: issues.length === 0 ? "ready" : "not_ready",
+    checks: {
+      store: store.value,
+      vault: vault.value,
+      integrity: integrity.value,
+      identity: identity.value,
+      providers: providers.value,
+      connections: connections.value,
+      spec_version: specVersion.value,
+    },
+    warnings,
+    issues,
+    ...encryptionFields(context),
+  };
+}
+
+export function encryptionFields(context: DaemonContext) {
+  return {
+    configured_encryption_mode: context.masterKey.configuredMode,
+    effective_encryption_source: context.masterKey.effectiveSource,
+    encryption_backend: context.masterKey.backend,
+  };
+}

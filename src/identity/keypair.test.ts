@@ -1,0 +1,40 @@
+import { generateKeyPairSync, sign, verify } from "node:crypto";
+import { describe, expect, it } from "vitest";
+import { InvalidInputError } from "../core/errors.ts";
+import { publicKeyFromDid } from "./did-key.ts";
+import {
+  generateIdentityKeyPair,
+  identityKeyPairFromPrivateKey,
+  privateKeyFromPem,
+  privateKeyToPem,
+} from "./keypair.ts";
+
+describe("identity key pairs", () => {
+  it("generates an Ed25519 key pair whose did names its public key", () => {
+    const pair = generateIdentityKeyPair();
+    expect(pair.privateKey.asymmetricKeyType).toBe("ed25519");
+    expect(pair.did).toMatch(/^did:key:z6Mk/);
+    expect(publicKeyFromDid(pair.did).equals(pair.publicKey)).toBe(true);
+  });
+
+  it("round-trips a private key through PKCS#8 PEM", () => {
+    const pair = generateIdentityKeyPair();
+    const pem = privateKeyToPem(pair.privateKey);
+    expect(pem).toMatch(/^-----BEGIN PRIVATE KEY-----\n/);
+    const loaded = privateKeyFromPem(pem);
+    expect(identityKeyPairFromPrivateKey(loaded).did).toBe(pair.did);
+    const message = Buffer.from("hello");
+    expect(verify(null, message, pair.publicKey, sign(null, message, loaded))).toBe(true);
+  });
+
+  it("refuses PEM that is not a private key", () => {
+    expect(() => privateKeyFromPem("not a key")).toThrow(InvalidInputError);
+  });
+
+  it("refuses a private key that is not Ed25519", () => {
+    const { privateKey } = generateKeyPairSync("ec", { namedCurve: "P-256" });
+    const pem = privateKey.export({ format: "pem", type: "pkcs8" }).toString();
+    expect(() => privateKeyFromPem(pem)).toThrow(InvalidInputError);
+    expect(() => privateKeyToPem(privateKey)).toThrow(InvalidInputError);
+  });
+});

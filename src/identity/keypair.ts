@@ -1,0 +1,49 @@
+import { createPrivateKey, createPublicKey, generateKeyPairSync, type KeyObject } from "node:crypto";
+import { InvalidInputError } from "../core/errors.ts";
+import { didFromKey } from "./did-key.ts";
+
+/** An Ed25519 key pair and the did:key naming its public half. */
+export interface IdentityKeyPair {
+  privateKey: KeyObject;
+  publicKey: KeyObject;
+  did: string;
+}
+
+/** A fresh Ed25519 key pair from node:crypto's CSPRNG. */
+export function generateIdentityKeyPair(): IdentityKeyPair {
+  const { privateKey, publicKey } = generateKeyPairSync("ed25519");
+  return { privateKey, publicKey, did: didFromKey(publicKey) };
+}
+
+/** The key pair (and did:key) of an Ed25519 private key. */
+export function identityKeyPairFromPrivateKey(privateKey: KeyObject): IdentityKeyPair {
+  assertEd25519PrivateKey(privateKey);
+  const publicKey = createPublicKey(privateKey);
+  return { privateKey, publicKey, did: didFromKey(publicKey) };
+}
+
+/** An Ed25519 private key as unencrypted PKCS#8 PEM (`-----BEGIN PRIVATE KEY-----`). */
+export function privateKeyToPem(privateKey: KeyObject): string {
+  assertEd25519PrivateKey(privateKey);
+  return privateKey.export({ format: "pem", type: "pkcs8" }).toString();
+}
+
+/** Reads an unencrypted PKCS#8 PEM Ed25519 private key. Throws InvalidInputError otherwise. */
+export function privateKeyFromPem(pem: string): KeyObject {
+  let key: KeyObject;
+  try {
+    key = createPrivateKey({ key: pem, format: "pem" });
+  } catch {
+    throw new InvalidInputError("The private key is not a readable PEM private key.");
+  }
+  assertEd25519PrivateKey(key);
+  return key;
+}
+
+function assertEd25519PrivateKey(key: KeyObject): void {
+  if (key.type !== "private" || key.asymmetricKeyType !== "ed25519") {
+    throw new InvalidInputError(
+      `Expected an Ed25519 private key, got ${key.type} ${key.asymmetricKeyType ?? "key"}.`,
+    );
+  }
+}

@@ -1,0 +1,452 @@
+/**
+ * The provider definition schema: what a bundled JSON file under `src/providers/bundled/`, a custom
+ * provider file under `~/.svc/providers/`, or a registration request holds. `docs/providers.md`
+ * documents every field; keep the two in step.
+ *
+ * The schemas are plain zod 4 objects (no transforms) so they convert to JSON Schema for
+ * `/openapi.json`. Defaults are zod defaults, except `oauth.token_auth_method`, whose default
+ * depends on `flow` and is filled in by an `overwrite` step that keeps the type unchanged.
+ */
+import { type core, z } from "zod";
+import { InvalidInputError } from "../core/errors.ts";
+
+// ---------------------------------------------------------------------------------------------
+// Vocabulary
+// ---------------------------------------------------------------------------------------------
+
+export const AUTH_TYPES = ["oauth2", "api_key"] as const;
+export const FLOWS = ["pkce", "device_code", "dcr_pkce", "api_key"] as const;
+export const OAUTH_FLOWS = ["pkce", "device_code", "dcr_pkce"] as const;
+export const SOURCES = ["bundled", "custom"] as const;
+export const TOKEN_AUTH_METHODS = ["client_secret_post", "client_secret_basic", "none"] as const;
+
+export const AuthTypeSchema = z.enum(AUTH_TYPES);
+export const FlowSchema = z.enum(FLOWS);
+export const SourceSchema = z.enum(SOURCES);
+export const TokenAuthMethodSchema = z.enum(TOKEN_AUTH_METHODS);
+
+export type AuthType = z.infer<typeof AuthTypeSchema>;
+export type Flow = z.infer<typeof FlowSchema>;
+export type OAuthFlow = (typeof OAUTH_FLOWS)[number];
+export type ProviderSource = z.infer<typeof SourceSchema>;
+export type TokenAuthMethod = z.infer<typeof TokenAuthMethodSchema>;
+
+/** A provider name: lower case, safe as a file name and in a URL path segment. */
+export const PROVIDER_NAME_PATTERN = /^[a-z0-9][a-z0-9_-]{0,62}$/;
+/** An environment variable name. */
+export const ENV_VAR_PATTERN = /^[A-Za-z_][A-Za-z0-9_]*$/;
+/** An HTTP header field name (RFC 9110 `token`). */
+export const HEADER_NAME_PATTERN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+/** The placeholder of multi-tenant providers; only allowed at the very start of a URL. */
+export const BASE_URL_PLACEHOLDER = "{base_url}";
+/** The prefix of a regular-expression `api_url` entry. */
+export const API_URL_REGEX_PREFIX = "regex:";
+/** The hosts on which plain `http:` is accepted. */
+export const LOOPBACK_HOSTS: ReadonlySet<string> = new Set(["localhost", "127.0.0.1", "[::1]"]);
+
+/** What `{base_url}` is replaced with when a templated URL is validated. */
+const DUMMY_BASE_URL = "https://tenant.example.com";
+const HOST_PATTERN =
+  /^(?=.{1,253}(?::\d{1,5})?$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*(?::\d{1,5})?$/;
+
+// ---------------------------------------------------------------------------------------------
+// Field-level checks (each returns a reason, or undefined when the value is fine)
+// ---------------------------------------------------------------------------------------------
+
+function isLoopback(url: URL): boolean {
+  return LOOPBACK_HOSTS.has(url.hostname);
+}
+
+/**
+ * Checks an absolute https URL (http on loopback). `{base_url}` is accepted as a prefix when
+ * `allowTemplate` is set and validated by substituting a dummy tenant host.
+ */
+export function checkHttpsUrl(value: string, allowTemplate = true): string | undefined {
+  let candidate = value;
+  if (value.includes(BASE_URL_PLACEHOLDER)) {
+    if (!allowTemplate) return `must not contain ${BASE_URL_PLACEHOLDER}`;
+    if (!value.startsWith(BASE_URL_PLACEHOLDER) || value.lastIndexOf(BASE_URL_PLACEHOLDER) !== 0) {
+      return `${BASE_URL_PLACEHOLDER} may only appear once, at the start of the URL`;
+    }
+    const rest = value.slice(BASE_URL_PLACEHOLDER.length);
+    if (rest !== "" && !rest.startsWith("/"))
+      return `${BASE_URL_PLACEHOLDER} must be followed by "/" or nothing`;
+    candidate = DUMMY_BASE_URL + rest;
+  }
+  if (/\s/.test(candidate)) return "must not contain whitespace";
+  let url: URL;
+  try {
+    url = new URL(candidate);
+  } catch {
+    return "must be an absolute URL";
+  }
+  if (url.protocol !== "https:" && url.protocol !== "http:") return "must be an http(s) URL";
+  if (url.username || url.password) return "must not contain credentials";
+  if (url.hash) return "must not contain a fragment";
+  if (url.protocol === "http:" && !isLoopback(url)) return "must use https (loopback hosts excepted)";
+  return undefined;
+}
+
+/** Checks a regular expression source; returns the compile error as the reason. */
+export function checkRegExp(pattern: string): string | undefined {
+  if (pattern === "") return "must not be an empty pattern";
+  try {
+    new RegExp(pattern);
+    return undefined;
+  } catch (error) {
+    return `is not a valid regular expression (${error instanceof Error ? error.message : String(error)})`;
+  }
+}
+
+/** Checks one `api_url` entry: a bare host, an https URL used as a prefix, or `regex:<pattern>`. */
+export function checkApiUrlEntry(entry: string): string | undefined {
+  if (entry.startsWith(API_URL_REGEX_PREFIX)) {
+    const reason = checkRegExp(entry.slice(API_URL_REGEX_PREFIX.length));
+    return reason && `regex ${reason}`;
+  }
+  if (entry.includes("://") || entry.startsWith(BASE_URL_PLACEHOLDER)) {
+    const reason = checkHttpsUrl(entry);
+    if (reason) return reason;
+    const url = new URL(entry.replace(BASE_URL_PLACEHOLDER, DUMMY_BASE_URL));
+    if (url.search) return "must not contain a query string (use regex: to match queries)";
+    return undefined;
+  }
+  if (!HOST_PATTERN.test(entry)) {
+    return 'must be a lower-case host ("api.example.com"), an https URL prefix ("https://host/path") or "regex:<pattern>"';
+  }
+  return undefined;
+}
+
+function refineWith(check: (value: string) => string | undefined) {
+  return (value: string, ctx: core.$RefinementCtx<string>) => {
+    const reason = check(value);
+    if (reason) ctx.addIssue({ code: "custom", message: reason, input: value });
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sections
+// ---------------------------------------------------------------------------------------------
+
+const NonEmpty = z.string().trim().min(1, "must not be empty");
+const OAuthUrl = z.string().superRefine(refineWith((v) => checkHttpsUrl(v)));
+const EnvVarName = z
+  .string()
+  .regex(ENV_VAR_PATTERN, "must be an environment variable name ([A-Za-z_][A-Za-z0-9_]*)");
+
+export const ApiUrlEntrySchema = z.string().superRefine(refineWith(checkApiUrlEntry)).meta({
+  description: 'A bare host ("api.github.com"), an https URL whose path is a prefix, or "regex:<pattern>".',
+});
+
+export const ApiUrlSchema = z
+  .union([ApiUrlEntrySchema, z.array(ApiUrlEntrySchema).min(1, "must list at least one entry")])
+  .meta({ description: "Where the proxy injects this provider's credential: one entry or a list." });
+
+export const OAuthConfigSchema = z
+  .strictObject({
+    authorization_url: OAuthUrl.optional().meta({
+      description: "Authorization endpoint (browser redirect).",
+    }),
+    token_url: OAuthUrl.optional().meta({ description: "Token endpoint." }),
+    revocation_url: OAuthUrl.optional().meta({ description: "RFC 7009 revocation endpoint." }),
+    device_authorization_url: OAuthUrl.optional().meta({
+      description: "RFC 8628 device authorization endpoint (device_code flow).",
+    }),
+    registration_endpoint: OAuthUrl.optional().meta({
+      description: "RFC 7591 dynamic client registration endpoint (dcr_pkce flow).",
+    }),
+    issuer: OAuthUrl.optional().meta({
+      description: "RFC 8414 issuer: metadata is discovered at /.well-known/oauth-authorization-server.",
+    }),
+    scopes: z.array(NonEmpty).default([]).meta({ description: "Scopes requested by default." }),
+    scope_separator: z.string().min(1).default(" ").meta({ description: "How scopes are joined." }),
+    pkce: z.boolean().default(true).meta({ description: "Send an S256 PKCE challenge." }),
+    client_id: NonEmpty.optional().meta({
+      description: "Public client id, when the provider publishes one.",
+    }),
+    authorization_params: z
+      .record(z.string(), z.string())
+      .optional()
+      .meta({ description: "Extra query parameters for the authorization request." }),
+    token_auth_method: TokenAuthMethodSchema.optional().meta({
+      description:
+        "How the client authenticates at the token endpoint. Default: client_secret_post for pkce, none for device_code and dcr_pkce.",
+    }),
+    base_url: OAuthUrl.optional().meta({
+      description: "Default value of {base_url} for multi-tenant providers (a connection may override it).",
+    }),
+  })
+  .meta({ description: "OAuth 2.0 endpoints and client settings (auth_type oauth2)." });
+
+export const ApiKeyConfigSchema = z
+  .strictObject({
+    header_name: z
+      .string()
+      .regex(HEADER_NAME_PATTERN, "must be an HTTP header name")
+      .default("Authorization")
+      .meta({ description: "Header that carries the key." }),
+    header_prefix: z
+      .string()
+      .trim()
+      .min(1, "must not be empty (use null for the raw key)")
+      .nullable()
+      .default("Bearer")
+      .meta({ description: "Prefix before the key, joined with one space; null sends the raw key." }),
+    env_var: EnvVarName.optional().meta({
+      description: "Variable the provider's official SDK reads the key from.",
+    }),
+    key_pattern: z
+      .string()
+      .superRefine(refineWith(checkRegExp))
+      .optional()
+      .meta({ description: "Regular expression a well-formed key matches." }),
+    key_pattern_hint: NonEmpty.optional().meta({ description: "Human description of the key format." }),
+  })
+  .meta({ description: "How an API key is sent (auth_type api_key)." });
+
+const definitionShape = {
+  name: z
+    .string()
+    .regex(
+      PROVIDER_NAME_PATTERN,
+      "must be 1-63 characters of a-z, 0-9, '_' or '-', starting with a letter or digit",
+    )
+    .meta({ description: "Unique, filesystem-safe identifier.", examples: ["github"] }),
+  display_name: NonEmpty.meta({ description: "Human-readable name.", examples: ["GitHub"] }),
+  description: NonEmpty.meta({ description: "One sentence on what the provider gives access to." }),
+  auth_type: AuthTypeSchema,
+  flow: FlowSchema,
+  api_url: ApiUrlSchema,
+  oauth: OAuthConfigSchema.optional(),
+  api_key: ApiKeyConfigSchema.optional(),
+  env: z
+    .array(EnvVarName)
+    .default([])
+    .meta({ description: "Variables the proxy sets to svc-proxy-managed for this provider." }),
+  docs_url: z
+    .string()
+    .superRefine(refineWith((v) => checkHttpsUrl(v, false)))
+    .meta({ description: "The provider documentation these settings come from." }),
+};
+
+// ---------------------------------------------------------------------------------------------
+// Cross-field rules
+// ---------------------------------------------------------------------------------------------
+
+type DefinitionShapeOutput = z.output<z.ZodObject<typeof definitionShape>>;
+
+const OAUTH_URL_FIELDS = [
+  "authorization_url",
+  "token_url",
+  "revocation_url",
+  "device_authorization_url",
+  "registration_endpoint",
+  "issuer",
+] as const;
+
+/** The token endpoint client authentication used when `oauth.token_auth_method` is omitted. */
+export function defaultTokenAuthMethod(flow: Flow): TokenAuthMethod {
+  return flow === "pkce" ? "client_secret_post" : "none";
+}
+
+function apiUrlEntries(apiUrl: string | string[]): string[] {
+  return typeof apiUrl === "string" ? [apiUrl] : apiUrl;
+}
+
+function checkDefinition(
+  value: DefinitionShapeOutput,
+  ctx: core.$RefinementCtx<DefinitionShapeOutput>,
+): void {
+  const issue = (path: PropertyKey[], message: string) =>
+    ctx.addIssue({ code: "custom", path, message, input: value });
+  const { auth_type, flow, oauth, api_key } = value;
+
+  if (auth_type === "api_key") {
+    if (flow !== "api_key") issue(["flow"], 'must be "api_key" when auth_type is "api_key"');
+    if (!api_key) issue(["api_key"], 'is required when auth_type is "api_key"');
+    if (oauth) issue(["oauth"], 'is only allowed when auth_type is "oauth2"');
+  } else {
+    if (flow === "api_key")
+      issue(["flow"], 'must be one of pkce, device_code, dcr_pkce when auth_type is "oauth2"');
+    if (api_key) issue(["api_key"], 'is only allowed when auth_type is "api_key"');
+    if (!oauth) {
+      issue(["oauth"], 'is required when auth_type is "oauth2"');
+    } else if (flow === "pkce") {
+      if (!oauth.authorization_url) issue(["oauth", "authorization_url"], "is required for the pkce flow");
+      if (!oauth.token_url) issue(["oauth", "token_url"], "is required for the pkce flow");
+    } else if (flow === "device_code") {
+      if (!oauth.device_authorization_url) {
+        issue(["oauth", "device_authorization_url"], "is required for the device_code flow");
+      }
+      if (!oauth.token_url) issue(["oauth", "token_url"], "is required for the device_code flow");
+    } else if (flow === "dcr_pkce") {
+      if (!oauth.registration_endpoint && !oauth.issuer) {
+        issue(
+          ["oauth", "registration_endpoint"],
+          "or oauth.issuer (for RFC 8414 discovery) is required for the dcr_pkce flow",
+        );
+      }
+      if (oauth.registration_endpoint && (!oauth.authorization_url || !oauth.token_url) && !oauth.issuer) {
+        issue(
+          ["oauth", "issuer"],
+          "is required for the dcr_pkce flow unless authorization_url and token_url are both given",
+        );
+      }
+    }
+  }
+
+  if (oauth) {
+    if (flow === "dcr_pkce" && oauth.client_id) {
+      issue(
+        ["oauth", "client_id"],
+        "must not be set for the dcr_pkce flow (the client id comes from registration)",
+      );
+    }
+    if (flow === "dcr_pkce" && oauth.pkce === false)
+      issue(["oauth", "pkce"], "must be true for the dcr_pkce flow");
+    const templated =
+      OAUTH_URL_FIELDS.some((field) => oauth[field]?.startsWith(BASE_URL_PLACEHOLDER)) ||
+      apiUrlEntries(value.api_url).some((entry) => entry.startsWith(BASE_URL_PLACEHOLDER));
+    if (oauth.base_url && !templated)
+      issue(["oauth", "base_url"], `is set but no URL uses ${BASE_URL_PLACEHOLDER}`);
+  } else {
+    apiUrlEntries(value.api_url).forEach((entry, index) => {
+      if (entry.startsWith(BASE_URL_PLACEHOLDER)) {
+        issue(
+          typeof value.api_url === "string" ? ["api_url"] : ["api_url", index],
+          `${BASE_URL_PLACEHOLDER} is only available to oauth2 providers`,
+        );
+      }
+    });
+  }
+  if (oauth?.base_url?.includes(BASE_URL_PLACEHOLDER)) {
+    issue(["oauth", "base_url"], `must not itself contain ${BASE_URL_PLACEHOLDER}`);
+  }
+
+  const seen = new Set<string>();
+  value.env.forEach((name, index) => {
+    if (seen.has(name)) issue(["env", index], `duplicates ${name}`);
+    seen.add(name);
+  });
+}
+
+function applyFlowDefaults<T extends DefinitionShapeOutput>(value: T): T {
+  if (!value.oauth || value.oauth.token_auth_method) return value;
+  return { ...value, oauth: { ...value.oauth, token_auth_method: defaultTokenAuthMethod(value.flow) } };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Public schemas and types
+// ---------------------------------------------------------------------------------------------
+
+/** What a provider JSON file or a registration request holds. `source` is not allowed here. */
+export const ProviderDefinitionSchema = z
+  .strictObject(definitionShape)
+  .superRefine(checkDefinition)
+  .overwrite(applyFlowDefaults)
+  .meta({ id: "ProviderDefinition", description: "A provider definition, as written in its JSON file." });
+
+/** A provider as the daemon knows it: the definition plus where it came from. */
+export const ProviderSchema = z
+  .strictObject({
+    ...definitionShape,
+    source: SourceSchema.meta({
+      description: "bundled (shipped with svc) or custom (registered by the user).",
+    }),
+  })
+  .superRefine(checkDefinition)
+  .overwrite(applyFlowDefaults)
+  .meta({ id: "Provider", description: "A provider definition with its source." });
+
+/** The short form used in listings. */
+export const ProviderSummarySchema = z
+  .strictObject({
+    name: definitionShape.name,
+    display_name: definitionShape.display_name,
+    auth_type: AuthTypeSchema,
+    flow: FlowSchema,
+    source: SourceSchema,
+  })
+  .meta({ id: "ProviderSummary" });
+
+export type OAuthConfig = z.output<typeof OAuthConfigSchema> & { token_auth_method: TokenAuthMethod };
+export type ApiKeyConfig = z.output<typeof ApiKeyConfigSchema>;
+/** A parsed definition: defaults applied, `oauth.token_auth_method` always set. */
+export type ProviderDefinition = Omit<z.output<typeof ProviderDefinitionSchema>, "oauth"> & {
+  oauth?: OAuthConfig;
+};
+/** What a file or request may hold before defaults. */
+export type ProviderDefinitionInput = z.input<typeof ProviderDefinitionSchema>;
+export type Provider = ProviderDefinition & { source: ProviderSource };
+export type ProviderSummary = z.output<typeof ProviderSummarySchema>;
+
+// ---------------------------------------------------------------------------------------------
+// Parsing helpers
+// ---------------------------------------------------------------------------------------------
+
+function formatPath(path: readonly PropertyKey[]): string {
+  let out = "";
+  for (const segment of path) {
+    if (typeof segment === "number") out += `[${segment}]`;
+    else out += out ? `.${String(segment)}` : String(segment);
+  }
+  return out;
+}
+
+/**
+ * Turns zod issues into one line: `path: reason; path: reason`. Unknown keys become one entry
+ * each (`oauth.scope: unknown field`), and a top-level `source` says why it is refused.
+ */
+export function formatZodIssues(issues: readonly core.$ZodIssue[]): string {
+  const parts: string[] = [];
+  for (const issue of issues) {
+    if (issue.code === "unrecognized_keys") {
+      for (const key of issue.keys) {
+        const path = formatPath([...issue.path, key]);
+        parts.push(
+          issue.path.length === 0 && key === "source"
+            ? `${path}: is derived (bundled or custom) and must not appear in a provider definition`
+            : `${path}: unknown field`,
+        );
+      }
+      continue;
+    }
+    let message = issue.message;
+    if (issue.code === "invalid_type" && / received undefined$/.test(message)) message = "is required";
+    parts.push(`${formatPath(issue.path) || "(definition)"}: ${message}`);
+  }
+  return parts.join("; ");
+}
+
+/** Parses a provider definition (a file's JSON or a request body); throws InvalidInputError. */
+export function parseProviderDefinition(json: unknown): ProviderDefinition {
+  const result = ProviderDefinitionSchema.safeParse(json);
+  if (!result.success) {
+    throw new InvalidInputError(`invalid provider definition: ${formatZodIssues(result.error.issues)}`, {
+      cause: result.error,
+    });
+  }
+  return result.data as ProviderDefinition;
+}
+
+/** Parses a provider with its source (as stored or sent by the daemon); throws InvalidInputError. */
+export function parseProvider(json: unknown): Provider {
+  const result = ProviderSchema.safeParse(json);
+  if (!result.success) {
+    throw new InvalidInputError(`invalid provider: ${formatZodIssues(result.error.issues)}`, {
+      cause: result.error,
+    });
+  }
+  return result.data as Provider;
+}
+
+/** The `api_url` entries as a list. */
+export function providerApiUrls(provider: Pick<ProviderDefinition, "api_url">): string[] {
+  return apiUrlEntries(provider.api_url);
+}
+
+/** The listing form of a provider. */
+export function toProviderSummary(provider: Provider): ProviderSummary {
+  const { name, display_name, auth_type, flow, source } = provider;
+  return { name, display_name, auth_type, flow, source };
+}

@@ -1,0 +1,70 @@
+import { type Kysely, type Migration, type MigrationProvider, Migrator, sql } from "kysely";
+
+/**
+ * Versioned migrations, in code, applied at start. Only Kysely's schema builder and portable SQL:
+ * the same list runs on SQLite and PostgreSQL. Never edit a shipped migration; add the next one.
+ */
+const MIGRATIONS: Record<string, Migration> = {
+  "0001_foundation": {
+    async up(db: Kysely<unknown>) {
+      await db.schema
+        .createTable("settings")
+        .addColumn("key", "varchar(128)", (c) => c.primaryKey())
+        .addColumn("value", "text", (c) => c.notNull())
+        .execute();
+      await db.schema
+        .createTable("principals")
+        .addColumn("id", "varchar(64)", (c) => c.primaryKey())
+        .addColumn("role", "varchar(16)", (c) => c.notNull())
+        .addColumn("email", "varchar(320)", (c) => c.unique())
+        .addColumn("password_hash", "text")
+        .addColumn("created_at", "varchar(32)", (c) => c.notNull())
+        .execute();
+      await db.schema
+        .createTable("identities")
+        .addColumn("handle", "varchar(64)", (c) => c.primaryKey())
+        .addColumn("did", "varchar(128)", (c) => c.notNull().unique())
+        .addColumn("principal_id", "varchar(64)", (c) => c.references("principals.id"))
+        .addColumn("created_at", "varchar(32)", (c) => c.notNull())
+        .addColumn("claimed_at", "varchar(32)")
+        .execute();
+      await db.schema
+        .createTable("vaults")
+        .addColumn("id", "varchar(64)", (c) => c.primaryKey())
+        .addColumn("principal_id", "varchar(64)", (c) => c.references("principals.id"))
+        .addColumn("wrapped_key", "text", (c) => c.notNull())
+        .addColumn("created_at", "varchar(32)", (c) => c.notNull())
+        .execute();
+      await db.schema
+        .createTable("vault_entries")
+        .addColumn("vault_id", "varchar(64)", (c) => c.notNull().references("vaults.id"))
+        .addColumn("key", "varchar(512)", (c) => c.notNull())
+        .addColumn("value", "text", (c) => c.notNull())
+        .addColumn("updated_at", "varchar(32)", (c) => c.notNull())
+        .addColumn("revision", "integer", (c) => c.notNull().defaultTo(sql`1`))
+        .addPrimaryKeyConstraint("vault_entries_pk", ["vault_id", "key"])
+        .execute();
+      await db.schema
+        .createIndex("identities_principal_idx")
+        .on("identities")
+        .column("principal_id")
+        .execute();
+    },
+  },
+};
+
+class InCodeMigrations implements MigrationProvider {
+  async getMigrations(): Promise<Record<string, Migration>> {
+    return MIGRATIONS;
+  }
+}
+
+/** Applies every pending migration. Kysely's migrator takes a lock, so concurrent starts apply each once. */
+export async function migrateToLatest(db: Kysely<unknown>): Promise<string[]> {
+  const migrator = new Migrator({ db, provider: new InCodeMigrations() });
+  const { error, results } = await migrator.migrateToLatest();
+  if (error) throw error instanceof Error ? error : new Error(String(error));
+  return (results ?? []).filter((r) => r.status === "Success").map((r) => r.migrationName);
+}
+
+export const LATEST_MIGRATION = Object.keys(MIGRATIONS).at(-1)!;

@@ -1,0 +1,48 @@
+import type { Generated } from "kysely";
+
+/** Tables of the relational store. Timestamps are ISO-8601 text so SQLite and PostgreSQL agree. */
+export interface Database {
+  settings: SettingsTable;
+  principals: PrincipalsTable;
+  identities: IdentitiesTable;
+  vaults: VaultsTable;
+  vault_entries: VaultEntriesTable;
+}
+
+export interface SettingsTable {
+  key: string;
+  value: string;
+}
+
+export interface PrincipalsTable {
+  id: string;
+  role: "admin" | "user";
+  email: string | null;
+  password_hash: string | null;
+  created_at: string;
+}
+
+export interface IdentitiesTable {
+  handle: string;
+  did: string;
+  principal_id: string | null;
+  created_at: string;
+  claimed_at: string | null;
+}
+
+export interface VaultsTable {
+  id: string;
+  principal_id: string | null;
+  /** The vault's data key, sealed under the key-encryption key derived from the master secret. */
+  wrapped_key: string;
+  created_at: string;
+}
+
+export interface VaultEntriesTable {
+  vault_id: string;
+  key: string;
+  /** AES-256-GCM envelope, base64; associated data binds it to (vault_id, key). */
+  value: string;
+  updated_at: string;
+  revision: Generated<number>;
+}

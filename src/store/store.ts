@@ -1,0 +1,46 @@
+import { dirname } from "node:path";
+import BetterSqlite3 from "better-sqlite3";
+import { Kysely, SqliteDialect, sql } from "kysely";
+import { ensurePrivateDir } from "../core/secure-fs.ts";
+import { migrateToLatest } from "./migrations.ts";
+import type { Database } from "./schema.ts";
+
+export interface Store {
+  readonly db: Kysely<Database>;
+  readonly kind: "sqlite" | "postgres";
+  /** Human-readable location, never a password-bearing URL. */
+  readonly description: string;
+  /** A cheap round trip proving the store answers. */
+  probe(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface SqliteStoreOptions {
+  path: string;
+}
+
+/** Opens (creating if needed) the embedded SQLite store in WAL mode and applies migrations. */
+export async function openSqliteStore(options: SqliteStoreOptions): Promise<Store> {
+  ensurePrivateDir(dirname(options.path));
+  const connection = new BetterSqlite3(options.path);
+  connection.pragma("journal_mode = WAL");
+  connection.pragma("busy_timeout = 5000");
+  connection.pragma("foreign_keys = ON");
+  connection.pragma("synchronous = NORMAL");
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: connection }) });
+  await migrateToLatest(db as Kysely<unknown>);
+  let closed = false;
+  return {
+    db,
+    kind: "sqlite",
+    description: `SQLite ${options.path}`,
+    async probe() {
+      await sql`select 1`.execute(db);
+    },
+    async close() {
+      if (closed) return;
+      closed = true;
+      await db.destroy();
+    },
+  };
+}
