@@ -1,6 +1,6 @@
 import fastifySwagger from "@fastify/swagger";
 import fastifySwaggerUi from "@fastify/swagger-ui";
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from "fastify";
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from "fastify";
 import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from "fastify-type-provider-zod";
 import type { Logger } from "pino";
 import { VERSION } from "../core/version.ts";
@@ -11,6 +11,13 @@ import { registerPopAuth } from "./plugins/pop-auth.ts";
 import { MAX_BODY_BYTES, registerRawBodyJson } from "./plugins/raw-body.ts";
 import { identityRoutes } from "./routes/identities.ts";
 import { systemRoutes } from "./routes/system.ts";
+
+declare module "fastify" {
+  interface FastifyInstance {
+    /** Every route registered, as `METHOD /path` (the OpenAPI completeness test reads it). */
+    servedRoutes: string[];
+  }
+}
 
 export interface BuildAppOptions {
   logger?: Logger | false;
@@ -23,10 +30,17 @@ export async function buildApp(
 ): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: (options.logger || undefined) as FastifyBaseLogger | undefined,
-    disableRequestLogging: true,
+    // Per-request log lines would cost more than the requests; errors are still logged.
+    logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: MAX_BODY_BYTES,
     forceCloseConnections: "idle",
     return503OnClosing: true,
+  });
+  const servedRoutes: string[] = [];
+  app.decorate("servedRoutes", servedRoutes);
+  app.addHook("onRoute", (route) => {
+    const methods = Array.isArray(route.method) ? route.method : [route.method];
+    for (const method of methods) if (method !== "HEAD") servedRoutes.push(`${method} ${route.url}`);
   });
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);

@@ -1,3 +1,4 @@
+import { chmodSync, closeSync, openSync } from "node:fs";
 import { dirname } from "node:path";
 import BetterSqlite3 from "better-sqlite3";
 import { Kysely, SqliteDialect, sql } from "kysely";
@@ -22,6 +23,9 @@ export interface SqliteStoreOptions {
 /** Opens (creating if needed) the embedded SQLite store in WAL mode and applies migrations. */
 export async function openSqliteStore(options: SqliteStoreOptions): Promise<Store> {
   ensurePrivateDir(dirname(options.path));
+  // Created 0600 before SQLite opens it; SQLite gives its -wal and -shm files the same mode.
+  closeSync(openSync(options.path, "a", 0o600));
+  chmodSync(options.path, 0o600);
   const connection = new BetterSqlite3(options.path);
   connection.pragma("journal_mode = WAL");
   connection.pragma("busy_timeout = 5000");

@@ -70,7 +70,10 @@ export interface MasterKeyResolution {
   effectiveSource?: MasterKeySource;
   /** Where the key came from (or was looked for), for humans: never contains the key. */
   backend: string;
+  /** Observations made while resolving; see `masterKeyWarnings` for the current list. */
   warnings: string[];
+  /** The key file in use (source `local_key`): its mode is checked afresh on every readiness call. */
+  keyFile?: string;
   /** Reasons no key could be resolved; each is actionable. */
   issues: string[];
 }
@@ -110,11 +113,13 @@ export async function resolveMasterKey(options: ResolveMasterKeyOptions): Promis
     secret: Buffer,
     effectiveSource: MasterKeySource,
     backend: string,
+    keyFile?: string,
   ): MasterKeyResolution => ({
     secret,
     configuredMode,
     effectiveSource,
     backend,
+    keyFile,
     warnings,
     issues: [],
   });
@@ -147,8 +152,7 @@ export async function resolveMasterKey(options: ResolveMasterKeyOptions): Promis
     }
     const read = readKeyFile(path, "SVC_MASTER_KEY_FILE");
     if ("issue" in read) return fail(backend, read.issue);
-    if (read.warning) warnings.push(read.warning);
-    return succeed(read.secret, "local_key", backend);
+    return succeed(read.secret, "local_key", backend, path);
   }
 
   const localBackend = `key file ${localKeyPath}`;
@@ -157,8 +161,7 @@ export async function resolveMasterKey(options: ResolveMasterKeyOptions): Promis
   if (configuredMode === "local_key") {
     const result = await loadOrCreateKeyFile(localKeyPath);
     if ("issue" in result) return fail(localBackend, result.issue);
-    if (result.warning) warnings.push(result.warning);
-    return succeed(result.secret, "local_key", localBackend);
+    return succeed(result.secret, "local_key", localBackend, localKeyPath);
   }
 
   const availability = probeKeyring(keyring);
@@ -195,8 +198,7 @@ export async function resolveMasterKey(options: ResolveMasterKeyOptions): Promis
   if (localExists) {
     const result = await loadOrCreateKeyFile(localKeyPath);
     if ("issue" in result) return fail(localBackend, result.issue);
-    if (result.warning) warnings.push(result.warning);
-    return succeed(result.secret, "local_key", localBackend);
+    return succeed(result.secret, "local_key", localBackend, localKeyPath);
   }
   if (availability.available) {
     const created = await createKeyringEntry(keyring, keyringBackend, `${localKeyPath}.keyring-lock`);
@@ -208,8 +210,7 @@ export async function resolveMasterKey(options: ResolveMasterKeyOptions): Promis
   warnings.push(
     `OS keyring unavailable (${availability.reason ?? "unknown reason"}); using local key file ${localKeyPath}`,
   );
-  if (result.warning) warnings.push(result.warning);
-  return succeed(result.secret, "local_key", localBackend);
+  return succeed(result.secret, "local_key", localBackend, localKeyPath);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -244,7 +245,7 @@ function secretFromEnvValue(value: string): Buffer {
 // ---------------------------------------------------------------------------------------------
 // Local key file
 
-type KeyResult = { secret: Buffer; warning?: string } | { issue: string };
+type KeyResult = { secret: Buffer } | { issue: string };
 
 function pathExists(path: string): boolean {
   try {
@@ -257,7 +258,13 @@ function pathExists(path: string): boolean {
   }
 }
 
-function modeWarning(path: string): string | undefined {
+/** The resolution's warnings plus the key file's mode as it is now (a chmod since start counts). */
+export function masterKeyWarnings(resolution: MasterKeyResolution): string[] {
+  const modeWarning = resolution.keyFile ? keyFileModeWarning(resolution.keyFile) : undefined;
+  return modeWarning ? [...resolution.warnings, modeWarning] : [...resolution.warnings];
+}
+
+export function keyFileModeWarning(path: string): string | undefined {
   if (process.platform === "win32") return undefined;
   try {
     const mode = statSync(path).mode & 0o777;
@@ -284,8 +291,7 @@ function readKeyFile(path: string, label: string): KeyResult {
       issue: `master key file ${path} does not hold a base64-encoded 32-byte key; it was left untouched (restore it from a backup, or move it away to start a new, empty vault)`,
     };
   }
-  const warning = modeWarning(path);
-  return warning ? { secret, warning } : { secret };
+  return { secret };
 }
 
 /**

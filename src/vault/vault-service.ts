@@ -74,9 +74,14 @@ export class VaultService {
    * Checks the master key against the stored key check (writing it, insert-if-absent, on a vault
    * that has none yet). Idempotent; every operation runs it first, so calling it is optional but
    * lets a daemon report the status at start. Never throws for a missing or wrong key: it locks.
+   * Until it has run, `status` reports locked ("not been initialised yet").
    */
   init(): Promise<void> {
-    this.#initialising ??= this.#init();
+    // A store failure is not memoised: the next call retries.
+    this.#initialising ??= this.#init().catch((error: unknown) => {
+      this.#initialising = undefined;
+      throw error;
+    });
     return this.#initialising;
   }
 

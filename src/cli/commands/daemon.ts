@@ -1,7 +1,6 @@
 import { readFileSync } from "node:fs";
 import { type Command, InvalidArgumentError } from "commander";
 import { homeLayout, resolveHome } from "../../core/paths.ts";
-import { serveForever } from "../../daemon/serve.ts";
 import type { CliContext } from "../context.ts";
 import { daemonStatus, startDetached, stopDaemon } from "../daemon-control.ts";
 
@@ -26,6 +25,8 @@ export async function runServe(context: CliContext, options: ServeOptions): Prom
       `binding ${options.host}: the daemon is reachable from other machines; put it behind TLS and a reverse proxy`,
     );
   }
+  // Loaded only here: the daemon's dependencies (Fastify, SQLite) would slow every other command.
+  const { serveForever } = await import("../../daemon/serve.ts");
   await serveForever({
     layout: homeLayout(resolveHome(context.io.env)),
     config: {

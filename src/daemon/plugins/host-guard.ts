@@ -4,12 +4,12 @@ import type { DaemonConfig } from "../context.ts";
 
 const LOOPBACK_NAMES = ["127.0.0.1", "localhost", "[::1]"];
 
-/** Host header values this daemon answers to; anything else is a DNS-rebinding attempt. */
-export function allowedHosts(config: DaemonConfig): Set<string> {
+/** Host header values this daemon answers to on `port`; anything else is a DNS-rebinding attempt. */
+export function allowedHosts(config: DaemonConfig, port: number): Set<string> {
   const allowed = new Set<string>();
-  for (const name of LOOPBACK_NAMES) allowed.add(`${name}:${config.port}`);
+  for (const name of LOOPBACK_NAMES) allowed.add(`${name}:${port}`);
   const bound = config.host.includes(":") && !config.host.startsWith("[") ? `[${config.host}]` : config.host;
-  allowed.add(`${bound}:${config.port}`);
+  allowed.add(`${bound}:${port}`);
   if (config.publicUrl) {
     const url = new URL(config.publicUrl);
     allowed.add(url.host);
@@ -23,8 +23,10 @@ export function allowedHosts(config: DaemonConfig): Set<string> {
  * attacker's domain that rebinds to 127.0.0.1 cannot talk to the daemon.
  */
 export function registerHostGuard(app: FastifyInstance, config: DaemonConfig): void {
-  const allowed = allowedHosts(config);
+  // Computed on the first request: with port 0 the real port is known only after listen.
+  let allowed: Set<string> | undefined;
   app.addHook("onRequest", async (request) => {
+    allowed ??= allowedHosts(config, request.socket.localPort ?? config.port);
     const host = request.headers.host?.toLowerCase();
     if (!host || !allowed.has(host)) {
       throw new OperationNotAllowedError(

@@ -1,6 +1,7 @@
 import type { Readiness } from "../../api/health.ts";
 import { SPEC_VERSION } from "../../core/version.ts";
 import { SettingsRepository } from "../../store/settings.ts";
+import { masterKeyWarnings } from "../../vault/master-key.ts";
 import type { DaemonContext } from "../context.ts";
 import type { Caller } from "../plugins/pop-auth.ts";
 
@@ -64,7 +65,7 @@ export async function evaluateReadiness(context: DaemonContext, caller: Caller):
 
   const results = { store, vault, integrity, identity, providers, connections, spec_version: specVersion };
   const issues = [...context.masterKey.issues];
-  const warnings = [...context.masterKey.warnings, ...context.providerWarnings()];
+  const warnings = [...masterKeyWarnings(context.masterKey), ...context.providerWarnings()];
   for (const [name, result] of Object.entries(results)) {
     if (result.issue) issues.push(`${name}: ${result.issue}`);
     if (result.warning) warnings.push(result.warning);
