@@ -4,11 +4,11 @@ import { fileURLToPath } from "node:url";
 import type { Health } from "../api/health.ts";
 import { isLoopbackUrl } from "../client/base-url.ts";
 import { DaemonClient } from "../client/daemon-client.ts";
+import { readDaemonState } from "../core/daemon-state.ts";
 import { DaemonUnavailableError, SvcError } from "../core/errors.ts";
 import type { HomeLayout } from "../core/paths.ts";
 import { ensurePrivateDir } from "../core/secure-fs.ts";
 import { VERSION } from "../core/version.ts";
-import type { DaemonState } from "../daemon/serve.ts";
 
 const BIN = fileURLToPath(new URL("../../bin/svc.js", import.meta.url));
 const START_TIMEOUT_MS = 20_000;
@@ -33,14 +33,6 @@ export async function probeHealth(baseUrl: string, timeoutMs = 1500): Promise<He
   }
 }
 
-export function readDaemonState(layout: HomeLayout): DaemonState | undefined {
-  try {
-    return JSON.parse(readFileSync(layout.daemonState, "utf8")) as DaemonState;
-  } catch {
-    return undefined;
-  }
-}
-
 function isAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
@@ -62,7 +54,7 @@ function isZombie(pid: number): boolean {
 
 export async function daemonStatus(layout: HomeLayout, baseUrl: string): Promise<DaemonStatus> {
   const health = await probeHealth(baseUrl);
-  const state = readDaemonState(layout);
+  const state = readDaemonState(layout.daemonState);
   const local = state && state.url === baseUrl && isAlive(state.pid) ? state : undefined;
   if (!health) return { running: false, url: baseUrl };
   return {
@@ -115,7 +107,7 @@ export async function startDetached(
 
 /** SIGTERM, then SIGKILL after a timeout. Returns false when no local daemon was running. */
 export async function stopDaemon(layout: HomeLayout): Promise<boolean> {
-  const state = readDaemonState(layout);
+  const state = readDaemonState(layout.daemonState);
   if (!state || !isAlive(state.pid)) {
     rmSync(layout.daemonState, { force: true });
     rmSync(layout.daemonPid, { force: true });

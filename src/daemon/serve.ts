@@ -2,6 +2,7 @@ import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import type { FastifyInstance } from "fastify";
 import pino, { type Logger } from "pino";
 import { ensureBootstrapSecret } from "../core/bootstrap-secret.ts";
+import type { DaemonState } from "../core/daemon-state.ts";
 import type { HomeLayout } from "../core/paths.ts";
 import { ensurePrivateDir, writePrivateFile } from "../core/secure-fs.ts";
 import { SPEC_VERSION, VERSION } from "../core/version.ts";
@@ -30,15 +31,6 @@ export interface RunningDaemon {
   context: DaemonContext;
   url: string;
   close(): Promise<void>;
-}
-
-/** The process-level state a running daemon records, read by `svc daemon status|stop`. */
-export interface DaemonState {
-  pid: number;
-  url: string;
-  version: string;
-  started_at: string;
-  home: string;
 }
 
 export function daemonLogger(): Logger {

@@ -450,3 +450,66 @@ export function toProviderSummary(provider: Provider): ProviderSummary {
   const { name, display_name, auth_type, flow, source } = provider;
   return { name, display_name, auth_type, flow, source };
 }
+
+/** Whether `path` equals `prefix` or continues it at a segment boundary. */
+function pathHasPrefix(path: string, prefix: string): boolean {
+  const base = prefix.endsWith("/") ? prefix.slice(0, -1) : prefix;
+  return base === "" || path === base || path.startsWith(`${base}/`);
+}
+
+function defaultPort(protocol: string): string {
+  return protocol === "https:" ? "443" : protocol === "http:" ? "80" : "";
+}
+
+/**
+ * Whether one `api_url` entry matches a request URL (see docs/providers.md, "api_url matching"):
+ * a bare host matches https requests to that host and port, a URL prefix matches the same origin
+ * with a path prefix at a segment boundary, `regex:` tests the full URL. `{base_url}` entries are
+ * resolved with `baseUrl`; without one they match nothing.
+ */
+export function apiUrlEntryMatches(entry: string, requestUrl: string | URL, baseUrl?: string): boolean {
+  let request: URL;
+  try {
+    request = new URL(requestUrl);
+  } catch {
+    return false;
+  }
+  if (entry.startsWith(API_URL_REGEX_PREFIX)) {
+    try {
+      return new RegExp(entry.slice(API_URL_REGEX_PREFIX.length)).test(request.href);
+    } catch {
+      return false;
+    }
+  }
+  let resolved = entry;
+  if (entry.startsWith(BASE_URL_PLACEHOLDER)) {
+    if (!baseUrl) return false;
+    resolved = baseUrl.replace(/\/+$/, "") + entry.slice(BASE_URL_PLACEHOLDER.length);
+  }
+  if (resolved.includes("://")) {
+    let prefix: URL;
+    try {
+      prefix = new URL(resolved);
+    } catch {
+      return false;
+    }
+    return (
+      prefix.protocol === request.protocol &&
+      prefix.hostname === request.hostname &&
+      (prefix.port || defaultPort(prefix.protocol)) === (request.port || defaultPort(request.protocol)) &&
+      pathHasPrefix(request.pathname, prefix.pathname)
+    );
+  }
+  if (request.protocol !== "https:") return false;
+  const [host, port] = resolved.split(":");
+  return request.hostname === host && (request.port || "443") === (port ?? "443");
+}
+
+/** Whether any of a provider's `api_url` entries matches the request URL. */
+export function apiUrlMatches(
+  provider: Pick<ProviderDefinition, "api_url">,
+  requestUrl: string | URL,
+  baseUrl?: string,
+): boolean {
+  return providerApiUrls(provider).some((entry) => apiUrlEntryMatches(entry, requestUrl, baseUrl));
+}

@@ -1,0 +1,111 @@
+import { type SpawnSyncReturns, spawnSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { homeLayout } from "../src/core/paths.ts";
+
+export const SVC_BIN = fileURLToPath(new URL("../bin/svc.js", import.meta.url));
+
+/** A free loopback port (the kernel picks it; it is released for the daemon to take). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      const port = typeof address === "object" && address ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/**
+ * A throwaway SVC_HOME (local_key encryption) with its own loopback port, in which the real CLI
+ * runs as a child process of the same Node binary as this one.
+ */
+export class BenchSandbox {
+  readonly root: string;
+  readonly layout: ReturnType<typeof homeLayout>;
+  readonly port: number;
+  readonly baseUrl: string;
+  readonly env: NodeJS.ProcessEnv;
+  #destroyed = false;
+
+  private constructor(root: string, port: number) {
+    this.root = root;
+    this.layout = homeLayout(join(root, "home"));
+    this.port = port;
+    this.baseUrl = `http://127.0.0.1:${port}`;
+    this.env = {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      SVC_HOME: this.layout.home,
+      SVC_BASE_URL: this.baseUrl,
+      SVC_ENCRYPTION_MODE: "local_key",
+      SVC_NO_BROWSER: "1",
+      NO_COLOR: "1",
+    };
+  }
+
+  static async create(): Promise<BenchSandbox> {
+    const root = mkdtempSync(join(tmpdir(), "svc-bench-"));
+    try {
+      return new BenchSandbox(root, await freePort());
+    } catch (error) {
+      rmSync(root, { recursive: true, force: true });
+      throw error;
+    }
+  }
+
+  /** Runs `node bin/svc.js <args>` synchronously; throws unless it exits 0. */
+  svc(args: string[], extraEnv: NodeJS.ProcessEnv = {}): SpawnSyncReturns<string> {
+    const result = spawnSync(process.execPath, [SVC_BIN, ...args], {
+      env: { ...this.env, ...extraEnv },
+      encoding: "utf8",
+      stdio: ["ignore", "pipe", "pipe"],
+      timeout: 60_000,
+    });
+    if (result.error) throw result.error;
+    if (result.status !== 0) {
+      throw new Error(`svc ${args.join(" ")} exited ${result.status}: ${result.stderr}${result.stdout}`);
+    }
+    return result;
+  }
+
+  /** The pid the running daemon recorded in server/daemon.json, if any. */
+  daemonPid(): number | undefined {
+    try {
+      const state = JSON.parse(readFileSync(this.layout.daemonState, "utf8")) as { pid?: unknown };
+      return typeof state.pid === "number" ? state.pid : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
+  /**
+   * Stops the daemon and removes the directory. Synchronous, so it can run from a signal handler:
+   * `svc daemon stop` first (SIGTERM, then SIGKILL), then a direct SIGKILL of the recorded pid if
+   * that failed. Safe to call twice.
+   */
+  destroy(): void {
+    if (this.#destroyed) return;
+    this.#destroyed = true;
+    const pid = this.daemonPid();
+    try {
+      this.svc(["daemon", "stop"]);
+    } catch (error) {
+      process.stderr.write(`bench: svc daemon stop failed: ${(error as Error).message}\n`);
+    }
+    if (pid !== undefined) {
+      try {
+        process.kill(pid, 0);
+        process.kill(pid, "SIGKILL");
+      } catch {
+        // Already gone.
+      }
+    }
+    rmSync(this.root, { recursive: true, force: true });
+  }
+}
