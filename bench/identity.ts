@@ -15,7 +15,8 @@ export async function claimedIdentity(
   const identity = new IdentityFiles(layout.identities).create();
   const client = new DaemonClient({ baseUrl, identity });
   const record = await registerIdentity(client, identity, layout);
-  if (!record.principal_id) throw new Error(`the bench identity ${identity.handle} was registered but not claimed`);
+  if (!record.principal_id)
+    throw new Error(`the bench identity ${identity.handle} was registered but not claimed`);
   return { identity, client };
 }
 

@@ -62,7 +62,9 @@ export class CliContext {
       const baseUrl = this.baseUrl;
       this.log.debug("connecting", { base_url: baseUrl });
       await ensureDaemon(this.layout, baseUrl, this.io.env);
-      return clientFor(this.layout, this.io.env, this.identity());
+      return clientFor(this.layout, this.io.env, this.identity(), (event) =>
+        this.log.debug("daemon request", event),
+      );
     })();
     return this.#client;
   }

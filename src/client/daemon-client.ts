@@ -25,6 +25,8 @@ export interface DaemonClientOptions {
    */
   register?: () => Promise<void>;
   timeoutMs?: number;
+  /** Called after every exchange with metadata only (never headers or bodies): for debug logs. */
+  trace?: (event: { method: string; path: string; status: number; ms: number }) => void;
 }
 
 export interface RequestOptions {
@@ -47,6 +49,7 @@ export class DaemonClient {
   readonly #register?: () => Promise<void>;
   readonly #timeoutMs: number;
   readonly #url: URL;
+  readonly #trace?: DaemonClientOptions["trace"];
   #registering = false;
 
   constructor(options: DaemonClientOptions) {
@@ -55,6 +58,7 @@ export class DaemonClient {
     this.#register = options.register;
     this.#timeoutMs = options.timeoutMs ?? 30_000;
     this.#url = new URL(this.baseUrl);
+    this.#trace = options.trace;
   }
 
   async request<T>(method: string, path: string, options: RequestOptions = {}): Promise<T> {
@@ -100,7 +104,9 @@ export class DaemonClient {
       if (!this.identity) throw new UnexpectedError("this request needs an identity to sign it");
       headers.authorization = `PoP ${signPopToken({ ...this.identity, method, pathAndQuery, body })}`;
     }
+    const started = performance.now();
     const { status, text } = await this.#exchange(method, pathAndQuery, headers, body, options.timeoutMs);
+    this.#trace?.({ method, path: pathAndQuery, status, ms: Math.round(performance.now() - started) });
     let parsed: unknown;
     try {
       parsed = text ? JSON.parse(text) : undefined;

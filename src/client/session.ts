@@ -5,7 +5,7 @@ import { IdentityFiles, type LocalIdentity } from "../identity/identity-files.ts
 import { localClaimProof } from "../identity/local-claim.ts";
 import { resolveBaseUrl } from "./base-url.ts";
 import { readClientConfig, updateClientConfig } from "./config.ts";
-import { DaemonClient } from "./daemon-client.ts";
+import { DaemonClient, type DaemonClientOptions } from "./daemon-client.ts";
 
 /** The active local identity, created on first use. */
 export function activeIdentity(layout: HomeLayout): LocalIdentity {
@@ -40,11 +40,17 @@ export async function registerIdentity(
 }
 
 /** A client for the configured daemon, signing as `identity`, that registers it when needed. */
-export function clientFor(layout: HomeLayout, env: NodeJS.ProcessEnv, identity: LocalIdentity): DaemonClient {
+export function clientFor(
+  layout: HomeLayout,
+  env: NodeJS.ProcessEnv,
+  identity: LocalIdentity,
+  trace?: DaemonClientOptions["trace"],
+): DaemonClient {
   const baseUrl = resolveBaseUrl(env, readClientConfig(layout.clientConfig));
   const client: DaemonClient = new DaemonClient({
     baseUrl,
     identity,
+    trace,
     register: async () => {
       await registerIdentity(client, identity, layout);
     },

@@ -45,6 +45,14 @@ export async function buildApp(
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   registerRawBodyJson(app);
+  // Responses finished while closing end their keep-alive connection, so close() does not wait on it.
+  let closing = false;
+  app.addHook("preClose", async () => {
+    closing = true;
+  });
+  app.addHook("onSend", async (_request, reply) => {
+    if (closing) reply.header("connection", "close");
+  });
   registerErrorHandling(app);
   registerHostGuard(app, context.config);
   registerPopAuth(app, context);

@@ -188,3 +188,31 @@ describe("a wrong master key", () => {
     }
   });
 });
+
+describe("client debug log", () => {
+  it("writes JSON lines to the default log, mirrors them on stderr with --verbose, and --log-file '' disables it", async () => {
+    const sandbox = await SvcSandbox.create();
+    try {
+      const verbose = await sandbox.run(["whoami", "--verbose"]);
+      expect(verbose.code).toBe(0);
+      expect(verbose.stderr).toMatch(/\[debug\] daemon request .*path=\/api\/whoami.*status=200/);
+      const log = join(sandbox.home, "client", "logs", "svc.log");
+      const lines = readFileSync(log, "utf8")
+        .trim()
+        .split("\n")
+        .map((line) => JSON.parse(line));
+      expect(lines.some((line) => line.msg === "daemon request" && line.path === "/api/whoami")).toBe(true);
+      expect(statSync(log).mode & 0o777).toBe(0o600);
+
+      const before = readFileSync(log, "utf8");
+      expect((await sandbox.run(["whoami", "--log-file", ""])).code).toBe(0);
+      expect(readFileSync(log, "utf8")).toBe(before);
+
+      const custom = join(sandbox.home, "custom.log");
+      expect((await sandbox.run(["whoami", "--log-file", custom])).code).toBe(0);
+      expect(readFileSync(custom, "utf8")).toContain("daemon request");
+    } finally {
+      await sandbox.destroy();
+    }
+  });
+});
