@@ -5,6 +5,8 @@ import type { MasterKeyResolution } from "../vault/master-key.ts";
 import type { VaultService } from "../vault/vault-service.ts";
 import type { IdentityRegistry } from "./services/identity-registry.ts";
 import type { PrincipalService } from "./services/principals.ts";
+import type { ProbeCache } from "./services/probe-cache.ts";
+import type { CheckResult } from "./services/readiness.ts";
 
 export interface DaemonConfig {
   host: string;
@@ -23,6 +25,8 @@ export interface DaemonContext {
   identities: IdentityRegistry;
   principals: PrincipalService;
   replayCache: ReplayCache;
+  /** Readiness probe results shared among callers for a short time. */
+  probes: ProbeCache<CheckResult>;
   bootstrapSecret: Buffer;
   startedAt: Date;
   now: () => Date;

@@ -15,6 +15,7 @@ import { buildApp } from "./app.ts";
 import type { DaemonConfig, DaemonContext } from "./context.ts";
 import { IdentityRegistry } from "./services/identity-registry.ts";
 import { PrincipalService } from "./services/principals.ts";
+import { ProbeCache } from "./services/probe-cache.ts";
 import { providerChecks } from "./services/provider-checks.ts";
 import { SPEC_VERSION_SETTING, SYSTEM_VAULT_ID } from "./services/readiness.ts";
 
@@ -102,6 +103,7 @@ async function createContext(
     identities: new IdentityRegistry(store.db),
     principals: new PrincipalService(store.db, vault),
     replayCache: new MemoryReplayCache(),
+    probes: new ProbeCache(),
     bootstrapSecret: ensureBootstrapSecret(layout.bootstrapSecret),
     startedAt: new Date(),
     now: () => new Date(),

@@ -8,7 +8,10 @@ import type { Caller } from "../plugins/pop-auth.ts";
 export const SPEC_VERSION_SETTING = "spec_version";
 export const SYSTEM_VAULT_ID = "system";
 
-type CheckResult = { value: string; issue?: string; warning?: string };
+export type CheckResult = { value: string; issue?: string; warning?: string };
+
+/** How long a probe result is shared (docs/daemon-api.md, "GET /api/ready"). */
+export const PROBE_TTL_MS = { vault: 1_000, connections: 1_000, integrity: 10_000 } as const;
 
 function failure(error: unknown, value = "failed"): CheckResult {
   return { value, issue: error instanceof Error ? error.message : String(error) };
@@ -31,14 +34,18 @@ export async function evaluateReadiness(context: DaemonContext, caller: Caller):
     await context.store.probe();
     return undefined;
   });
-  const vault = await attempt(async () => {
-    await context.vault.roundTrip(vaultId);
-    return undefined;
-  });
-  const integrity = await attempt(async () => {
-    const result = await context.vault.checkIntegrity();
-    return result.ok ? undefined : { value: "failed", issue: result.issue };
-  });
+  const vault = await context.probes.run(`vault:${vaultId}`, PROBE_TTL_MS.vault, () =>
+    attempt(async () => {
+      await context.vault.roundTrip(vaultId);
+      return undefined;
+    }),
+  );
+  const integrity = await context.probes.run("integrity", PROBE_TTL_MS.integrity, () =>
+    attempt(async () => {
+      const result = await context.vault.checkIntegrity();
+      return result.ok ? undefined : { value: "failed", issue: result.issue };
+    }),
+  );
   const identity: CheckResult = caller.principalId
     ? { value: "ok" }
     : {
