@@ -25,15 +25,26 @@ describe("MemoryReplayCache", () => {
     expect(await cache.remember("a", 1090)).toBe(true);
   });
 
-  it("sweeps expired entries lazily every N inserts", async () => {
+  it("forgets expired ids by the second, without scanning live ones", async () => {
     const { state, nowSeconds } = clock(1000);
-    const cache = new MemoryReplayCache({ nowSeconds, sweepEvery: 10, graceSeconds: 0 });
+    const cache = new MemoryReplayCache({ nowSeconds, graceSeconds: 0 });
     for (let i = 0; i < 5; i++) await cache.remember(`old-${i}`, 1010);
-    state.now = 2000;
-    for (let i = 0; i < 4; i++) await cache.remember(`new-${i}`, 2030);
-    expect(cache.size).toBe(9);
-    await cache.remember("new-4", 2030);
-    expect(cache.size).toBe(5);
+    for (let i = 0; i < 3; i++) await cache.remember(`later-${i}`, 1020);
+    expect(cache.size).toBe(8);
+    state.now = 1010;
+    await cache.remember("new-0", 1040);
+    expect(cache.size).toBe(4);
+    expect(await cache.remember("later-0", 1020)).toBe(false);
+  });
+
+  it("sustains more than 3 000 tokens a second for longer than a token lives", async () => {
+    const { state, nowSeconds } = clock(1000);
+    const cache = new MemoryReplayCache({ nowSeconds });
+    for (let second = 0; second < 180; second++) {
+      state.now = 1000 + second;
+      for (let i = 0; i < 3_500; i++) expect(cache.rememberSync(`${second}-${i}`, state.now + 30)).toBe(true);
+    }
+    expect(cache.size).toBeLessThan(3_500 * 40);
   });
 
   it("refuses new ids rather than forgetting unexpired ones when full", async () => {

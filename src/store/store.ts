@@ -5,6 +5,7 @@ import { Kysely, SqliteDialect, sql } from "kysely";
 import { ensurePrivateDir } from "../core/secure-fs.ts";
 import { migrateToLatest } from "./migrations.ts";
 import type { Database } from "./schema.ts";
+import { withStatementCache } from "./statement-cache.ts";
 
 export interface Store {
   readonly db: Kysely<Database>;
@@ -31,7 +32,9 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Stor
   connection.pragma("busy_timeout = 5000");
   connection.pragma("foreign_keys = ON");
   connection.pragma("synchronous = NORMAL");
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: connection }) });
+  const db = new Kysely<Database>({
+    dialect: new SqliteDialect({ database: withStatementCache(connection) }),
+  });
   await migrateToLatest(db as Kysely<unknown>);
   let closed = false;
   return {

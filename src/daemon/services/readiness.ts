@@ -11,7 +11,12 @@ export const SYSTEM_VAULT_ID = "system";
 export type CheckResult = { value: string; issue?: string; warning?: string };
 
 /** How long a probe result is shared (docs/daemon-api.md, "GET /api/ready"). */
-export const PROBE_TTL_MS = { vault: 1_000, connections: 1_000, integrity: 10_000 } as const;
+export const PROBE_TTL_MS = {
+  vault: 1_000,
+  connections: 1_000,
+  integrity: 10_000,
+  specVersion: 1_000,
+} as const;
 
 function failure(error: unknown, value = "failed"): CheckResult {
   return { value, issue: error instanceof Error ? error.message : String(error) };
@@ -61,14 +66,16 @@ export async function evaluateReadiness(context: DaemonContext, caller: Caller):
       await context.vault.get(vaultId, key);
     return undefined;
   });
-  const specVersion = await attempt(async () => {
-    const stored = await new SettingsRepository(context.store.db).get(SPEC_VERSION_SETTING);
-    if (stored === String(SPEC_VERSION)) return undefined;
-    return {
-      value: "mismatch",
-      issue: `the store was written by spec version ${stored ?? "unknown"} but this daemon speaks ${SPEC_VERSION}; upgrade svc`,
-    };
-  });
+  const specVersion = await context.probes.run("spec_version", PROBE_TTL_MS.specVersion, () =>
+    attempt(async () => {
+      const stored = await new SettingsRepository(context.store.db).get(SPEC_VERSION_SETTING);
+      if (stored === String(SPEC_VERSION)) return undefined;
+      return {
+        value: "mismatch",
+        issue: `the store was written by spec version ${stored ?? "unknown"} but this daemon speaks ${SPEC_VERSION}; upgrade svc`,
+      };
+    }),
+  );
 
   const results = { store, vault, integrity, identity, providers, connections, spec_version: specVersion };
   const issues = [...context.masterKey.issues];
