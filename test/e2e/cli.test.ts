@@ -1,3 +1,4 @@
+import { spawn } from "node:child_process";
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -212,6 +213,41 @@ describe("client debug log", () => {
       expect((await sandbox.run(["whoami", "--log-file", custom])).code).toBe(0);
       expect(readFileSync(custom, "utf8")).toContain("daemon request");
     } finally {
+      await sandbox.destroy();
+    }
+  });
+});
+
+describe("a local daemon of another version", () => {
+  it("is stopped and replaced by this version's daemon on the next command", async () => {
+    const sandbox = await SvcSandbox.create();
+    const server = join(sandbox.home, "server");
+    // A stand-in for an older daemon: answers /api/health with another version and records its state.
+    const older = spawn(
+      process.execPath,
+      [
+        "-e",
+        `const http = require("node:http"); const fs = require("node:fs");
+         fs.mkdirSync(${JSON.stringify(server)}, { recursive: true, mode: 0o700 });
+         http.createServer((q, s) => { s.setHeader("content-type", "application/json"); s.end(JSON.stringify({ status: "ok", version: "0.0.1" })); })
+           .listen(${sandbox.port}, "127.0.0.1", () => {
+             fs.writeFileSync(${JSON.stringify(join(server, "daemon.json"))}, JSON.stringify({ pid: process.pid, url: ${JSON.stringify(sandbox.baseUrl)}, version: "0.0.1", started_at: new Date().toISOString(), home: "" }));
+             fs.writeFileSync(${JSON.stringify(join(server, "daemon.pid"))}, String(process.pid));
+             console.log("ready");
+           });`,
+      ],
+      { stdio: ["ignore", "pipe", "inherit"] },
+    );
+    try {
+      await new Promise((resolve) => older.stdout!.once("data", resolve));
+      const exited = new Promise((resolve) => older.once("exit", resolve));
+      const whoami = await sandbox.json<{ identity: string }>(["whoami"]);
+      expect(whoami.identity).toBeTruthy();
+      await exited;
+      const status = await sandbox.json<{ version: string }>(["daemon", "status"]);
+      expect(status.version).toBe(VERSION);
+    } finally {
+      older.kill("SIGKILL");
       await sandbox.destroy();
     }
   });
