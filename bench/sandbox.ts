@@ -1,25 +1,11 @@
 import { type SpawnSyncReturns, spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { homeLayout } from "../src/core/paths.ts";
+import { freePort, SVC_BIN } from "../test/support/cli.ts";
 
-export const SVC_BIN = fileURLToPath(new URL("../bin/svc.js", import.meta.url));
-
-/** A free loopback port (the kernel picks it; it is released for the daemon to take). */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      const port = typeof address === "object" && address ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
-}
+export { freePort, SVC_BIN };
 
 /**
  * A throwaway SVC_HOME (local_key encryption) with its own loopback port, in which the real CLI

@@ -6,6 +6,7 @@ import {
   API_URL_REGEX_PREFIX,
   BASE_URL_PLACEHOLDER,
   FLOWS,
+  OAUTH_URL_FIELDS,
   PROVIDER_NAME_PATTERN,
   type Provider,
   ProviderDefinitionSchema,
@@ -24,15 +25,7 @@ function urlsOf(provider: Provider): { field: string; value: string }[] {
   const out: { field: string; value: string }[] = [{ field: "docs_url", value: provider.docs_url }];
   if (provider.oauth) {
     const { oauth } = provider;
-    for (const field of [
-      "authorization_url",
-      "token_url",
-      "revocation_url",
-      "device_authorization_url",
-      "registration_endpoint",
-      "issuer",
-      "base_url",
-    ] as const) {
+    for (const field of [...OAUTH_URL_FIELDS, "base_url"] as const) {
       const value = oauth[field];
       if (value) out.push({ field: `oauth.${field}`, value });
     }

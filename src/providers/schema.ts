@@ -235,7 +235,8 @@ const definitionShape = {
 
 type DefinitionShapeOutput = z.output<z.ZodObject<typeof definitionShape>>;
 
-const OAUTH_URL_FIELDS = [
+/** The OAuth fields that hold URLs (all must be https except on loopback). */
+export const OAUTH_URL_FIELDS = [
   "authorization_url",
   "token_url",
   "revocation_url",
