@@ -58,14 +58,15 @@ export class CliContext {
 
   /** A client signing as the active identity, with the local daemon started when needed. */
   daemon(): Promise<DaemonClient> {
-    this.#client ??= (async () => {
-      const baseUrl = this.baseUrl;
-      this.log.debug("connecting", { base_url: baseUrl });
-      await ensureDaemon(this.layout, baseUrl, this.io.env);
-      return clientFor(this.layout, this.io.env, this.identity(), (event) =>
-        this.log.debug("daemon request", event),
-      );
-    })();
+    this.#client ??= this.daemonAs(this.identity());
     return this.#client;
+  }
+
+  /** A client signing as `identity`, with the local daemon started when needed; requests are traced. */
+  async daemonAs(identity: LocalIdentity): Promise<DaemonClient> {
+    const baseUrl = this.baseUrl;
+    this.log.debug("connecting", { base_url: baseUrl });
+    await ensureDaemon(this.layout, baseUrl, this.io.env);
+    return clientFor(this.layout, this.io.env, identity, (event) => this.log.debug("daemon request", event));
   }
 }

@@ -1,10 +1,9 @@
 import type { Command } from "commander";
 import { readClientConfig, updateClientConfig } from "../../client/config.ts";
-import { clientFor, registerIdentity } from "../../client/session.ts";
+import { registerIdentity } from "../../client/session.ts";
 import { InvalidInputError } from "../../core/errors.ts";
 import { IdentityFiles } from "../../identity/identity-files.ts";
 import type { CliContext } from "../context.ts";
-import { ensureDaemon } from "../daemon-control.ts";
 
 export async function runAgentCreate(
   context: CliContext,
@@ -15,12 +14,7 @@ export async function runAgentCreate(
   const config = readClientConfig(context.layout.clientConfig);
   const activate = options.use || !config.active_identity || !files.exists(config.active_identity);
   if (activate) updateClientConfig(context.layout.clientConfig, { active_identity: identity.handle });
-  await ensureDaemon(context.layout, context.baseUrl, context.io.env);
-  const registered = await registerIdentity(
-    clientFor(context.layout, context.io.env, identity),
-    identity,
-    context.layout,
-  );
+  const registered = await registerIdentity(await context.daemonAs(identity), identity, context.layout);
   if (context.out.options.json) {
     context.out.json({ ...registered, active: activate, created_at: identity.createdAt });
     return;

@@ -4,6 +4,7 @@ import { IdentityRegistrationSchema, RegisteredIdentitySchema } from "../../api/
 import { AuthenticationFailedError } from "../../core/errors.ts";
 import { verifyLocalClaimProof } from "../../identity/local-claim.ts";
 import type { DaemonContext } from "../context.ts";
+import { principalFields } from "../services/principals.ts";
 
 /** An identity registers itself (a self-signed PoP token) and, proving local access, is claimed. */
 export function identityRoutes(context: DaemonContext): FastifyPluginAsyncZod {
@@ -51,13 +52,7 @@ export function identityRoutes(context: DaemonContext): FastifyPluginAsyncZod {
         const principal = identity.principalId
           ? await context.principals.get(identity.principalId)
           : undefined;
-        return {
-          handle: identity.handle,
-          did: identity.did,
-          principal_id: principal?.id,
-          principal_role: principal?.role,
-          vault_id: principal?.vaultId ?? undefined,
-        };
+        return { handle: identity.handle, did: identity.did, ...principalFields(principal) };
       },
     );
   };

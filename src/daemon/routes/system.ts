@@ -4,6 +4,7 @@ import { HealthSchema, ReadinessSchema, WhoamiSchema } from "../../api/health.ts
 import { VERSION } from "../../core/version.ts";
 import type { DaemonContext } from "../context.ts";
 import { callerOf } from "../plugins/pop-auth.ts";
+import { principalFields } from "../services/principals.ts";
 import { encryptionFields, evaluateReadiness } from "../services/readiness.ts";
 
 const POP = [{ pop: [] }];
@@ -54,9 +55,7 @@ export function systemRoutes(context: DaemonContext): FastifyPluginAsyncZod {
           home: context.layout.home,
           identity: caller.handle,
           did: caller.did,
-          principal_id: principal?.id,
-          principal_role: principal?.role,
-          vault_id: principal?.vaultId ?? undefined,
+          ...principalFields(principal),
         };
       },
     );

@@ -12,6 +12,15 @@ export interface Principal {
   vaultId: string | null;
 }
 
+/** How a principal appears in API records (whoami, identity registration). */
+export function principalFields(principal: Principal | undefined) {
+  return {
+    principal_id: principal?.id,
+    principal_role: principal?.role,
+    vault_id: principal?.vaultId ?? undefined,
+  };
+}
+
 const LOCAL_OWNER_KEY = "principals.local_owner";
 
 /** Principals own vaults; the first principal of a fresh daemon is `admin`, later ones `user`. */
