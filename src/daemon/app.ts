@@ -6,10 +6,15 @@ import type { Logger } from "pino";
 import { VERSION } from "../core/version.ts";
 import type { DaemonContext } from "./context.ts";
 import { registerErrorHandling } from "./plugins/errors.ts";
+import { registerFormBody } from "./plugins/form-body.ts";
 import { registerHostGuard } from "./plugins/host-guard.ts";
 import { registerPopAuth } from "./plugins/pop-auth.ts";
 import { MAX_BODY_BYTES, registerRawBodyJson } from "./plugins/raw-body.ts";
+import { authSessionRoutes } from "./routes/auth-sessions.ts";
+import { connectionRoutes } from "./routes/connections.ts";
+import { credentialRoutes } from "./routes/credentials.ts";
 import { identityRoutes } from "./routes/identities.ts";
+import { providerRoutes } from "./routes/providers.ts";
 import { systemRoutes } from "./routes/system.ts";
 
 declare module "fastify" {
@@ -45,6 +50,7 @@ export async function buildApp(
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   registerRawBodyJson(app);
+  registerFormBody(app);
   // Responses finished while closing end their keep-alive connection, so close() does not wait on it.
   let closing = false;
   app.addHook("preClose", async () => {
@@ -88,5 +94,9 @@ export async function buildApp(
   );
   await app.register(systemRoutes(context));
   await app.register(identityRoutes(context));
+  await app.register(providerRoutes(context));
+  await app.register(connectionRoutes(context));
+  await app.register(credentialRoutes(context));
+  await app.register(authSessionRoutes(context));
   return app;
 }

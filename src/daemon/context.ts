@@ -1,11 +1,16 @@
+import type { AuditLog } from "../audit/audit-log.ts";
 import type { HomeLayout } from "../core/paths.ts";
 import type { ReplayCache } from "../identity/pop-token.ts";
 import type { Store } from "../store/store.ts";
 import type { MasterKeyResolution } from "../vault/master-key.ts";
 import type { VaultService } from "../vault/vault-service.ts";
+import type { AuthSessionService } from "./services/auth-sessions.ts";
+import type { ConnectionService } from "./services/connections.ts";
+import type { CredentialService } from "./services/credentials.ts";
 import type { IdentityRegistry } from "./services/identity-registry.ts";
 import type { PrincipalService } from "./services/principals.ts";
 import type { ProbeCache } from "./services/probe-cache.ts";
+import type { ProviderRegistry } from "./services/provider-registry.ts";
 import type { CheckResult } from "./services/readiness.ts";
 
 export interface DaemonConfig {
@@ -30,8 +35,9 @@ export interface DaemonContext {
   bootstrapSecret: Buffer;
   startedAt: Date;
   now: () => Date;
-  /** Parses every bundled and custom provider definition (the `providers` readiness check). */
-  checkProviders: () => { ok: boolean; issue?: string };
-  /** Non-fatal provider observations, e.g. a custom provider overriding a bundled name. */
-  providerWarnings: () => string[];
+  providers: ProviderRegistry;
+  connections: ConnectionService;
+  credentials: CredentialService;
+  authSessions: AuthSessionService;
+  audit: AuditLog;
 }

@@ -1,22 +1,28 @@
 import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import type { FastifyInstance } from "fastify";
 import pino, { type Logger } from "pino";
+import { AuditLog } from "../audit/audit-log.ts";
 import { ensureBootstrapSecret } from "../core/bootstrap-secret.ts";
 import type { DaemonState } from "../core/daemon-state.ts";
 import type { HomeLayout } from "../core/paths.ts";
 import { ensurePrivateDir, writePrivateFile } from "../core/secure-fs.ts";
 import { SPEC_VERSION, VERSION } from "../core/version.ts";
 import { MemoryReplayCache } from "../identity/pop-token.ts";
+import { loadBundledProviders } from "../providers/catalogue.ts";
+import { CustomProviderRepository } from "../store/custom-providers.ts";
 import { SettingsRepository } from "../store/settings.ts";
 import { openSqliteStore, type Store } from "../store/store.ts";
 import { type KeyringAccess, osKeyring, resolveMasterKey } from "../vault/master-key.ts";
 import { VaultService } from "../vault/vault-service.ts";
 import { buildApp } from "./app.ts";
 import type { DaemonConfig, DaemonContext } from "./context.ts";
+import { AuthSessionService } from "./services/auth-sessions.ts";
+import { ConnectionService } from "./services/connections.ts";
+import { CredentialService } from "./services/credentials.ts";
 import { IdentityRegistry } from "./services/identity-registry.ts";
 import { PrincipalService } from "./services/principals.ts";
 import { ProbeCache } from "./services/probe-cache.ts";
-import { providerChecks } from "./services/provider-checks.ts";
+import { ProviderRegistry } from "./services/provider-registry.ts";
 import { SPEC_VERSION_SETTING, SYSTEM_VAULT_ID } from "./services/readiness.ts";
 
 export interface DaemonStartOptions {
@@ -65,6 +71,8 @@ export async function startDaemon(options: DaemonStartOptions): Promise<RunningD
       url,
       async close() {
         await app.close();
+        context.authSessions.close();
+        await context.audit.close();
         await store.close();
       },
     };
@@ -93,7 +101,10 @@ async function createContext(
   await vault.init();
   if (!vault.status.locked) await vault.createVault(null, SYSTEM_VAULT_ID);
   await new SettingsRepository(store.db).setIfAbsent(SPEC_VERSION_SETTING, String(SPEC_VERSION));
-  const providers = providerChecks();
+  const providers = new ProviderRegistry(new CustomProviderRepository(store.db), loadBundledProviders);
+  await providers.load();
+  const now = () => new Date();
+  const connections = new ConnectionService(vault);
   return {
     config: options.config,
     layout,
@@ -106,9 +117,12 @@ async function createContext(
     probes: new ProbeCache(),
     bootstrapSecret: ensureBootstrapSecret(layout.bootstrapSecret),
     startedAt: new Date(),
-    now: () => new Date(),
-    checkProviders: providers.check,
-    providerWarnings: providers.warnings,
+    now,
+    providers,
+    connections,
+    credentials: new CredentialService(providers, connections, now),
+    authSessions: new AuthSessionService(now),
+    audit: new AuditLog({ db: store.db, logPath: layout.auditLog, now }),
   };
 }
 

@@ -31,9 +31,12 @@ export function parseBundledProviderFile(fileName: string, text: string): Provid
   }
   const result = ProviderDefinitionSchema.safeParse(json);
   if (!result.success) {
-    throw new InvalidInputError(`bundled provider ${fileName}: ${formatZodIssues(result.error.issues)}`, {
-      cause: result.error,
-    });
+    throw new InvalidInputError(
+      `bundled provider ${fileName}: ${formatZodIssues(result.error.issues, json)}`,
+      {
+        cause: result.error,
+      },
+    );
   }
   const definition = result.data as ProviderDefinition;
   const expected = `${definition.name}.json`;

@@ -398,7 +398,7 @@ function formatPath(path: readonly PropertyKey[]): string {
  * Turns zod issues into one line: `path: reason; path: reason`. Unknown keys become one entry
  * each (`oauth.scope: unknown field`), and a top-level `source` says why it is refused.
  */
-export function formatZodIssues(issues: readonly core.$ZodIssue[]): string {
+export function formatZodIssues(issues: readonly core.$ZodIssue[], input?: unknown): string {
   const parts: string[] = [];
   for (const issue of issues) {
     if (issue.code === "unrecognized_keys") {
@@ -414,18 +414,39 @@ export function formatZodIssues(issues: readonly core.$ZodIssue[]): string {
     }
     let message = issue.message;
     if (issue.code === "invalid_type" && / received undefined$/.test(message)) message = "is required";
+    else if (
+      message === "Invalid input" &&
+      input !== undefined &&
+      issue.path.length > 0 &&
+      valueAt(input, issue.path) === undefined
+    ) {
+      // A missing field that a union or refinement checks would otherwise say "Invalid input".
+      message = "is required";
+    }
     parts.push(`${formatPath(issue.path) || "(definition)"}: ${message}`);
   }
   return parts.join("; ");
+}
+
+function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {
+  let value = root;
+  for (const segment of path) {
+    if (value === null || typeof value !== "object") return undefined;
+    value = (value as Record<PropertyKey, unknown>)[segment];
+  }
+  return value;
 }
 
 /** Parses a provider definition (a file's JSON or a request body); throws InvalidInputError. */
 export function parseProviderDefinition(json: unknown): ProviderDefinition {
   const result = ProviderDefinitionSchema.safeParse(json);
   if (!result.success) {
-    throw new InvalidInputError(`invalid provider definition: ${formatZodIssues(result.error.issues)}`, {
-      cause: result.error,
-    });
+    throw new InvalidInputError(
+      `invalid provider definition: ${formatZodIssues(result.error.issues, json)}`,
+      {
+        cause: result.error,
+      },
+    );
   }
   return result.data as ProviderDefinition;
 }
@@ -434,7 +455,7 @@ export function parseProviderDefinition(json: unknown): ProviderDefinition {
 export function parseProvider(json: unknown): Provider {
   const result = ProviderSchema.safeParse(json);
   if (!result.success) {
-    throw new InvalidInputError(`invalid provider: ${formatZodIssues(result.error.issues)}`, {
+    throw new InvalidInputError(`invalid provider: ${formatZodIssues(result.error.issues, json)}`, {
       cause: result.error,
     });
   }

@@ -51,6 +51,40 @@ const MIGRATIONS: Record<string, Migration> = {
         .execute();
     },
   },
+  "0002_providers_audit": {
+    async up(db: Kysely<unknown>) {
+      await db.schema
+        .createTable("custom_providers")
+        .addColumn("name", "varchar(64)", (c) => c.primaryKey())
+        .addColumn("definition", "text", (c) => c.notNull())
+        .addColumn("created_at", "varchar(32)", (c) => c.notNull())
+        .addColumn("updated_at", "varchar(32)", (c) => c.notNull())
+        .execute();
+      await db.schema
+        .createTable("audit_events")
+        .addColumn("id", "varchar(40)", (c) => c.primaryKey())
+        .addColumn("timestamp", "varchar(32)", (c) => c.notNull())
+        .addColumn("event", "varchar(64)", (c) => c.notNull())
+        .addColumn("source", "varchar(16)", (c) => c.notNull())
+        .addColumn("status", "varchar(32)", (c) => c.notNull())
+        .addColumn("provider", "varchar(64)")
+        .addColumn("connection", "varchar(64)")
+        .addColumn("identity", "varchar(64)")
+        .addColumn("principal_id", "varchar(64)")
+        .addColumn("detail", "text")
+        .execute();
+      await db.schema
+        .createIndex("audit_events_time_idx")
+        .on("audit_events")
+        .columns(["timestamp", "id"])
+        .execute();
+      await db.schema
+        .createIndex("audit_events_principal_idx")
+        .on("audit_events")
+        .columns(["principal_id", "timestamp", "id"])
+        .execute();
+    },
+  },
 };
 
 class InCodeMigrations implements MigrationProvider {

@@ -7,6 +7,8 @@ export interface Database {
   identities: IdentitiesTable;
   vaults: VaultsTable;
   vault_entries: VaultEntriesTable;
+  custom_providers: CustomProvidersTable;
+  audit_events: AuditEventsTable;
 }
 
 export interface SettingsTable {
@@ -45,4 +47,27 @@ export interface VaultEntriesTable {
   value: string;
   updated_at: string;
   revision: Generated<number>;
+}
+
+export interface CustomProvidersTable {
+  name: string;
+  /** The provider definition JSON as registered (before defaults are applied). */
+  definition: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface AuditEventsTable {
+  /** Time-ordered id (`evt_<ms>_<random>`): the keyset tie-breaker after `timestamp`. */
+  id: string;
+  timestamp: string;
+  event: string;
+  source: "internal" | "external";
+  status: string;
+  provider: string | null;
+  connection: string | null;
+  identity: string | null;
+  principal_id: string | null;
+  /** A small JSON object of extra, non-secret fields (passed the secret guard). */
+  detail: string | null;
 }

@@ -110,6 +110,19 @@ describe("VaultService", () => {
     expect(Buffer.from(row.value, "base64").toString("latin1")).not.toContain("PLAINTEXT");
   });
 
+  it("putIfAbsent stores only when the key is absent; of concurrent writers exactly one wins", async () => {
+    const vault = await service(await envKey(KEY_A));
+    const id = await vault.createVault(null, "vlt_fixed");
+    const outcomes = await Promise.all(
+      Array.from({ length: 20 }, (_, index) => vault.putIfAbsent(id, "first", { index })),
+    );
+    expect(outcomes.filter(Boolean)).toHaveLength(1);
+    const winner = outcomes.indexOf(true);
+    expect(await vault.get(id, "first")).toEqual({ index: winner });
+    expect(await vault.putIfAbsent(id, "first", "again")).toBe(false);
+    expect(await vault.get(id, "first")).toEqual({ index: winner });
+  });
+
   it("createVault is idempotent for a given id and keeps the first key", async () => {
     const store = await openStore();
     const vault = await service(await envKey(KEY_A), store);

@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import type { Kysely } from "kysely";
+import { type Kysely, sql } from "kysely";
 import { InvalidInputError, NotFoundError, VaultUnavailableError } from "../core/errors.ts";
 import type { Database } from "../store/schema.ts";
 import { SettingsRepository } from "../store/settings.ts";
@@ -192,6 +192,23 @@ export class VaultService {
       .execute();
   }
 
+  /**
+   * Stores a JSON value only if the key is absent; returns whether this call stored it. The check
+   * and the write are one statement, so of concurrent writers exactly one wins.
+   */
+  async putIfAbsent(vaultId: string, key: string, value: unknown): Promise<boolean> {
+    assertEntryKey(key);
+    const json = toJson(value);
+    const dataKey = await this.#dataKey(vaultId);
+    const sealed = seal(dataKey, Buffer.from(json, "utf8"), vaultEntryAad(vaultId, key));
+    const result = await this.#db
+      .insertInto("vault_entries")
+      .values({ vault_id: vaultId, key, value: sealed, updated_at: this.#now().toISOString() })
+      .onConflict((oc) => oc.columns(["vault_id", "key"]).doNothing())
+      .executeTakeFirst();
+    return Number(result.numInsertedOrUpdatedRows ?? 0n) > 0;
+  }
+
   async get<T = unknown>(vaultId: string, key: string): Promise<T | undefined> {
     assertEntryKey(key);
     const dataKey = await this.#dataKey(vaultId);
@@ -235,6 +252,18 @@ export class VaultService {
     const keys = rows.map((row) => row.key);
     const selected = prefix ? keys.filter((key) => key.startsWith(prefix)) : keys;
     return selected.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  }
+
+  /** How many entries of any vault have a key starting with `prefix` (keys only; nothing is decrypted). */
+  async countKeys(prefix: string): Promise<number> {
+    await this.#unlocked();
+    // substr() rather than LIKE: '_' and '%' are wildcards there, and collations differ.
+    const row = await this.#db
+      .selectFrom("vault_entries")
+      .select((eb) => eb.fn.countAll<number | string>().as("n"))
+      .where(sql<string>`substr(key, 1, ${prefix.length})`, "=", prefix)
+      .executeTakeFirstOrThrow();
+    return Number(row.n);
   }
 
   /** Writes, reads back and deletes a random probe entry; throws VaultUnavailableError if anything differs. */

@@ -8,7 +8,9 @@ const SRC = fileURLToPath(new URL("../../src/", import.meta.url));
 /** ARCHITECTURE.md's layout table: which of our folders each folder may import. */
 const ALLOWED: Record<string, string[]> = {
   core: [],
-  api: ["core"],
+  // The provider definition is a wire schema and its route rules are shared by the daemon, the
+  // proxy and the library, so the providers leaf is importable by every layer that speaks HTTP.
+  api: ["core", "providers"],
   identity: ["core"],
   store: ["core"],
   vault: ["core", "store"],
@@ -16,9 +18,9 @@ const ALLOWED: Record<string, string[]> = {
   flows: ["core", "providers"],
   audit: ["core", "store"],
   daemon: ["core", "api", "identity", "store", "vault", "providers", "flows", "audit"],
-  client: ["core", "api", "identity"],
-  proxy: ["core", "api", "client"],
-  cli: ["core", "api", "client", "proxy", "identity"],
+  client: ["core", "api", "identity", "providers"],
+  proxy: ["core", "api", "client", "providers"],
+  cli: ["core", "api", "client", "proxy", "identity", "providers"],
 };
 
 /** Leaves know nothing of HTTP servers, the CLI or the process they run in. */

@@ -6,8 +6,10 @@ import type { DaemonContext } from "../context.ts";
 /**
  * How a route authenticates. `/api/*` routes default to `pop`; a route opts out explicitly.
  * `self-signed`: the key comes from the token's own `iss` DID (an identity registering itself).
+ * `pop-if-present`: a browser page that an API client may also call; a PoP header, when sent,
+ * must verify, and the handler decides what an anonymous (browser) request must prove instead.
  */
-export type RouteAuth = "pop" | "self-signed" | "none";
+export type RouteAuth = "pop" | "self-signed" | "pop-if-present" | "none";
 
 export interface Caller {
   handle: string;
@@ -45,6 +47,7 @@ export function registerPopAuth(app: FastifyInstance, context: DaemonContext): v
   app.addHook("preHandler", async (request) => {
     const auth = routeAuth(request);
     if (auth === "none") return;
+    if (auth === "pop-if-present" && request.headers.authorization === undefined) return;
     const token = bearerToken(request);
     const signed = {
       method: request.method,

@@ -58,7 +58,7 @@ export async function evaluateReadiness(context: DaemonContext, caller: Caller):
         warning: `the identity "${caller.handle}" is registered but not yet claimed by a principal`,
       };
   const providers = await attempt(async () => {
-    const result = context.checkProviders();
+    const result = context.providers.check();
     return result.ok ? undefined : { value: "failed", issue: result.issue };
   });
   const connections = await attempt(async () => {
@@ -79,7 +79,7 @@ export async function evaluateReadiness(context: DaemonContext, caller: Caller):
 
   const results = { store, vault, integrity, identity, providers, connections, spec_version: specVersion };
   const issues = [...context.masterKey.issues];
-  const warnings = [...masterKeyWarnings(context.masterKey), ...context.providerWarnings()];
+  const warnings = [...masterKeyWarnings(context.masterKey), ...context.providers.warnings()];
   for (const [name, result] of Object.entries(results)) {
     if (result.issue) issues.push(`${name}: ${result.issue}`);
     if (result.warning) warnings.push(result.warning);

@@ -1,0 +1,270 @@
+import type { FastifyReply, FastifyRequest } from "fastify";
+import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
+import { z } from "zod";
+import {
+  AuthSessionSchema,
+  CreateAuthSessionSchema,
+  SessionInputSchema,
+  SessionParamsSchema,
+  SessionWaitQuerySchema,
+} from "../../api/auth-sessions.ts";
+import { ErrorBodySchema } from "../../api/errors.ts";
+import {
+  AuthenticationFailedError,
+  ConnectionAlreadyExistsError,
+  InvalidInputError,
+  OperationNotAllowedError,
+  SvcError,
+  UnexpectedError,
+} from "../../core/errors.ts";
+import { checkApiKey } from "../../flows/api-key.ts";
+import type { Provider } from "../../providers/schema.ts";
+import type { DaemonContext } from "../context.ts";
+import { sendApiKeyForm } from "../pages/api-key-form.ts";
+import { sendOutcomePage } from "../pages/html.ts";
+import { type AuthSessionState, sessionView } from "../services/auth-sessions.ts";
+import { callerScope } from "../services/caller-scope.ts";
+import type { ConnectionRecord } from "../services/connections.ts";
+
+const errors = {
+  400: ErrorBodySchema,
+  401: ErrorBodySchema,
+  403: ErrorBodySchema,
+  404: ErrorBodySchema,
+  409: ErrorBodySchema,
+};
+const tags = ["auth sessions"];
+
+/** The URL this daemon is reached at (for links it hands out): the public URL, else the Host it was asked on. */
+function daemonBaseUrl(context: DaemonContext, request: FastifyRequest): string {
+  return context.config.publicUrl ?? `${request.protocol}://${request.headers.host}`;
+}
+
+/**
+ * A browser form post must come from the daemon's own page: a cross-site Origin (or a browser
+ * saying cross-site) is refused even before the CSRF token is checked.
+ */
+function assertSameOrigin(context: DaemonContext, request: FastifyRequest): void {
+  const origin = request.headers.origin;
+  const site = request.headers["sec-fetch-site"];
+  if (site === "cross-site" || (origin !== undefined && origin !== daemonBaseUrl(context, request))) {
+    throw new AuthenticationFailedError("this form can only be submitted from the page svc served");
+  }
+}
+
+/** Auth sessions: create, read (with long poll), and the browser bridge for API keys. */
+export function authSessionRoutes(context: DaemonContext): FastifyPluginAsyncZod {
+  const { authSessions } = context;
+
+  /** Stores the key a session collected; the session completes, or fails when it cannot be stored. */
+  async function submitApiKey(session: AuthSessionState, provider: Provider, raw: string): Promise<void> {
+    if (session.status !== "waiting_for_user") {
+      throw new OperationNotAllowedError(`this login is already ${session.status.replaceAll("_", " ")}`);
+    }
+    const key = checkApiKey(provider, raw);
+    authSessions.processing(session);
+    const now = context.now().toISOString();
+    const record: ConnectionRecord = {
+      provider: provider.name,
+      connection: session.connection,
+      auth_type: "api_key",
+      flow: "api_key",
+      created_at: now,
+      updated_at: now,
+      credential: { type: "api_key", api_key: key },
+    };
+    const actor = { identity: session.owner.handle, principal_id: session.owner.principalId };
+    const subject = { provider: provider.name, connection: session.connection };
+    try {
+      await context.connections.save(session.owner.vaultId, record, { overwrite: session.force });
+    } catch (raw) {
+      const error = raw instanceof SvcError ? raw : new UnexpectedError("the key could not be stored");
+      authSessions.fail(session, error);
+      await context.audit.record(
+        {
+          event: "provider.login_failed",
+          status: "failure",
+          ...actor,
+          ...subject,
+          detail: { reason: error.errorName },
+        },
+        { secrets: [key] },
+      );
+      throw error;
+    }
+    authSessions.complete(session);
+    await context.audit.record(
+      { event: "provider.login", status: "success", ...actor, ...subject, detail: { flow: "api_key" } },
+      { secrets: [key] },
+    );
+  }
+
+  return async (app) => {
+    app.post(
+      "/api/auth/sessions",
+      {
+        schema: {
+          summary: "Start a login for a provider",
+          description:
+            "For an api_key provider the session waits for the key: open `next.url` in a browser, or post `{api_key}` to `/input` as the same identity.",
+          tags,
+          security: [{ pop: [] }],
+          body: CreateAuthSessionSchema,
+          response: { 201: AuthSessionSchema, ...errors },
+        },
+      },
+      async (request, reply) => {
+        const scope = await callerScope(context, request);
+        const body = request.body;
+        const provider = context.providers.get(body.provider);
+        const flow = body.flow ?? provider.flow;
+        if (flow !== provider.flow) {
+          throw new InvalidInputError(
+            `${provider.name} logs in with the ${provider.flow} flow, not ${flow}; omit --flow`,
+          );
+        }
+        if (flow !== "api_key") {
+          throw new OperationNotAllowedError(
+            `${provider.display_name} logs in with OAuth (${flow}), which this daemon version cannot run yet`,
+          );
+        }
+        if (!body.force && (await context.connections.find(scope.vaultId, provider.name, body.connection))) {
+          throw new ConnectionAlreadyExistsError(
+            `${provider.name} already has a connection "${body.connection}"; log in with --force to replace it, or pick another --connection name`,
+          );
+        }
+        const session = authSessions.create({
+          owner: { handle: scope.caller.handle, principalId: scope.principal.id, vaultId: scope.vaultId },
+          provider: provider.name,
+          connection: body.connection,
+          flow,
+          force: body.force,
+          ...(body.scopes ? { scopes: body.scopes } : {}),
+          ...(body.base_url ? { baseUrl: body.base_url } : {}),
+        });
+        return reply.code(201).send(sessionView(session, daemonBaseUrl(context, request)));
+      },
+    );
+
+    app.get(
+      "/api/auth/sessions/:session_id",
+      {
+        schema: {
+          summary: "A session's status (only for the identity that started it)",
+          description: "`wait=N` holds the answer up to N seconds (at most 30) until the status changes.",
+          tags,
+          security: [{ pop: [] }],
+          params: SessionParamsSchema,
+          querystring: SessionWaitQuerySchema,
+          response: { 200: AuthSessionSchema, ...errors },
+        },
+      },
+      async (request) => {
+        const handle = request.caller!.handle;
+        const session = authSessions.forOwner(request.params.session_id, handle);
+        if (request.query.wait) await authSessions.waitForChange(session, request.query.wait * 1000);
+        return sessionView(session, daemonBaseUrl(context, request));
+      },
+    );
+
+    app.get(
+      "/api/auth/sessions/:session_id/input",
+      {
+        config: { auth: "none" },
+        schema: {
+          summary: "Browser form for an API key (the link svc printed)",
+          tags,
+          params: SessionParamsSchema,
+          querystring: z.object({ token: z.string().max(128).optional() }),
+        },
+      },
+      async (request, reply) =>
+        browserPage(reply, () => {
+          const session = authSessions.forBrowser(request.params.session_id, request.query.token);
+          const provider = context.providers.get(session.provider);
+          if (session.status === "completed") {
+            return sendOutcomePage(reply, 200, {
+              ok: true,
+              title: `${provider.display_name} connected`,
+              message: `The key is stored as connection "${session.connection}".`,
+            });
+          }
+          if (session.status !== "waiting_for_user") throw sessionClosed(session);
+          return sendApiKeyForm(reply, session, provider);
+        }),
+    );
+
+    app.post(
+      "/api/auth/sessions/:session_id/input",
+      {
+        config: { auth: "pop-if-present" },
+        schema: {
+          summary:
+            "Submit the API key: the browser form, or JSON `{api_key}` from the identity that started the session",
+          tags,
+          params: SessionParamsSchema,
+          // The form shape first: the JSON shape would match a form too and drop its tokens.
+          body: z.union([
+            z.object({
+              token: z.string().max(128),
+              csrf: z.string().max(128),
+              api_key: z.string().max(8192),
+            }),
+            SessionInputSchema,
+          ]),
+          response: { 200: AuthSessionSchema, ...errors },
+        },
+      },
+      async (request, reply) => {
+        const { session_id: id } = request.params;
+        const body = request.body as { api_key?: string; token?: string; csrf?: string };
+        if (request.caller) {
+          const session = authSessions.forOwner(id, request.caller.handle);
+          const provider = context.providers.get(session.provider);
+          await submitApiKey(session, provider, body.api_key ?? "");
+          return sessionView(session, daemonBaseUrl(context, request));
+        }
+        return browserPage(reply, async () => {
+          assertSameOrigin(context, request);
+          const session = authSessions.forBrowser(id, body.token);
+          authSessions.checkCsrf(session, body.csrf);
+          const provider = context.providers.get(session.provider);
+          try {
+            await submitApiKey(session, provider, body.api_key ?? "");
+          } catch (error) {
+            // A key in the wrong format: the form again, with the hint as the error.
+            if (error instanceof InvalidInputError && session.status === "waiting_for_user") {
+              return sendApiKeyForm(reply, session, provider, error.message, 400);
+            }
+            throw error;
+          }
+          return sendOutcomePage(reply, 200, {
+            ok: true,
+            title: `${provider.display_name} connected`,
+            message: `The key is stored encrypted as connection "${session.connection}". Return to your terminal.`,
+          });
+        });
+      },
+    );
+  };
+}
+
+function sessionClosed(session: AuthSessionState): SvcError {
+  return new OperationNotAllowedError(
+    session.error?.message ?? `this login is ${session.status.replaceAll("_", " ")}; start it again`,
+  );
+}
+
+/** Runs a browser page handler; failures become a readable page instead of JSON. */
+async function browserPage(reply: FastifyReply, render: () => FastifyReply | Promise<FastifyReply>) {
+  try {
+    return await render();
+  } catch (raw) {
+    const error = raw instanceof SvcError ? raw : new UnexpectedError("something went wrong");
+    return sendOutcomePage(reply, error.httpStatus, {
+      ok: false,
+      title: "This login cannot continue",
+      message: error.message,
+    });
+  }
+}

@@ -1,0 +1,155 @@
+import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
+import { z } from "zod";
+import {
+  ConnectionGetQuerySchema,
+  ConnectionListQuerySchema,
+  ConnectionListSchema,
+  ConnectionParamsSchema,
+  ConnectionSchema,
+  LoggedOutSchema,
+  RevokedSchema,
+} from "../../api/connections.ts";
+import { ErrorBodySchema } from "../../api/errors.ts";
+import type { DaemonContext } from "../context.ts";
+import { callerScope } from "../services/caller-scope.ts";
+import { connectionView } from "../services/connections.ts";
+
+const errors = { 400: ErrorBodySchema, 401: ErrorBodySchema, 403: ErrorBodySchema, 404: ErrorBodySchema };
+const tags = ["connections"];
+const security = [{ pop: [] }];
+
+/** The caller's connections, in the caller's vault. */
+export function connectionRoutes(context: DaemonContext): FastifyPluginAsyncZod {
+  return async (app) => {
+    app.get(
+      "/api/connections",
+      {
+        schema: {
+          summary: "List the caller's connections across bundled and custom providers (secrets redacted)",
+          tags,
+          security,
+          querystring: ConnectionListQuerySchema,
+          response: { 200: ConnectionListSchema, ...errors },
+        },
+      },
+      async (request) => {
+        const scope = await callerScope(context, request);
+        const { provider } = request.query;
+        if (provider !== undefined) context.providers.get(provider);
+        return context.connections.list(scope.vaultId, context.now(), provider);
+      },
+    );
+
+    app.get(
+      "/api/connections/:provider/:connection",
+      {
+        schema: {
+          summary: "One connection record; secrets redacted unless `reveal=true` (audited)",
+          tags,
+          security,
+          params: ConnectionParamsSchema,
+          querystring: ConnectionGetQuerySchema,
+          response: { 200: ConnectionSchema, ...errors },
+        },
+      },
+      async (request, reply) => {
+        const scope = await callerScope(context, request);
+        const { provider, connection } = request.params;
+        context.providers.get(provider);
+        const record = await context.connections.get(scope.vaultId, provider, connection);
+        const reveal = request.query.reveal === "true";
+        if (reveal) {
+          await scope.audit({ event: "credential.revealed", status: "success", provider, connection });
+          reply.header("cache-control", "no-store");
+        }
+        const isDefault = await context.connections.isDefault(scope.vaultId, provider, connection);
+        return connectionView(record, isDefault, context.now(), reveal);
+      },
+    );
+
+    app.post(
+      "/api/connections/:provider/:connection/logout",
+      {
+        schema: {
+          summary: "Remove one connection record; the remote provider is not contacted",
+          tags,
+          security,
+          params: ConnectionParamsSchema,
+          body: z.unknown().optional(),
+          response: { 200: LoggedOutSchema, ...errors },
+        },
+      },
+      async (request) => {
+        const scope = await callerScope(context, request);
+        const { provider, connection } = request.params;
+        context.providers.get(provider);
+        const defaultConnection = await context.connections.remove(scope.vaultId, provider, connection);
+        await scope.audit({ event: "provider.logout", status: "success", provider, connection });
+        return { provider, connection, removed: true as const, default_connection: defaultConnection };
+      },
+    );
+
+    app.post(
+      "/api/connections/:provider/:connection/default",
+      {
+        schema: {
+          summary: "Make this connection the provider's default",
+          tags,
+          security,
+          params: ConnectionParamsSchema,
+          body: z.unknown().optional(),
+          response: { 200: ConnectionSchema, ...errors },
+        },
+      },
+      async (request) => {
+        const scope = await callerScope(context, request);
+        const { provider, connection } = request.params;
+        context.providers.get(provider);
+        const record = await context.connections.setDefault(scope.vaultId, provider, connection);
+        await scope.audit({ event: "provider.default_changed", status: "success", provider, connection });
+        return connectionView(record, true, context.now());
+      },
+    );
+
+    app.post(
+      "/api/connections/:provider/revoke",
+      {
+        schema: {
+          summary: "Clear every connection and the client credentials of a provider",
+          description:
+            "Remote revocation is attempted where the provider supports it (OAuth); API keys are only removed locally.",
+          tags,
+          security,
+          params: z.object({ provider: z.string().min(1).max(64) }),
+          body: z.unknown().optional(),
+          response: { 200: RevokedSchema, ...errors },
+        },
+      },
+      async (request) => {
+        const scope = await callerScope(context, request);
+        const { provider } = request.params;
+        context.providers.get(provider);
+        const { records, clientCredentials } = await context.connections.removeAll(scope.vaultId, provider);
+        const remote = records.map((record) => ({
+          connection: record.connection,
+          result: "not_supported" as const,
+          ...(record.credential.type === "api_key"
+            ? { message: "API keys are revoked in the provider's console" }
+            : { message: "remote token revocation is not available in this version" }),
+        }));
+        await scope.audit({
+          event: "provider.revoked",
+          status: "success",
+          provider,
+          detail: { connections: records.length, client_credentials: clientCredentials },
+        });
+        return {
+          provider,
+          removed_connections: records.map((record) => record.connection),
+          removed_client_credentials: clientCredentials,
+          remote,
+        };
+      },
+    );
+  };
+}

@@ -1,0 +1,54 @@
+import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
+import { ProxyRoutesSchema, ResolvedCredentialSchema, ResolveRequestSchema } from "../../api/credentials.ts";
+import { ErrorBodySchema } from "../../api/errors.ts";
+import type { DaemonContext } from "../context.ts";
+import { callerScope } from "../services/caller-scope.ts";
+
+const errors = {
+  400: ErrorBodySchema,
+  401: ErrorBodySchema,
+  403: ErrorBodySchema,
+  404: ErrorBodySchema,
+  409: ErrorBodySchema,
+};
+
+/** What the proxy (and the library) ask: which provider a URL belongs to, and its credential. */
+export function credentialRoutes(context: DaemonContext): FastifyPluginAsyncZod {
+  return async (app) => {
+    app.get(
+      "/api/proxy/routes",
+      {
+        schema: {
+          summary: "The provider-to-host routing table, with OAuth endpoints and the caller's connections",
+          tags: ["proxy"],
+          security: [{ pop: [] }],
+          response: { 200: ProxyRoutesSchema, ...errors },
+        },
+      },
+      async (request) => {
+        const scope = await callerScope(context, request);
+        return { routes: await context.credentials.routes(scope.vaultId) };
+      },
+    );
+
+    app.post(
+      "/api/credentials/resolve",
+      {
+        schema: {
+          summary: "Resolve the header to inject for a host and path (or a named provider)",
+          description:
+            "Most specific route wins (host or URL prefix over regex, longer path prefix first); the provider's default connection unless one is named. Never for a provider's OAuth endpoints. The response holds the secret: it is never cached.",
+          tags: ["proxy"],
+          security: [{ pop: [] }],
+          body: ResolveRequestSchema,
+          response: { 200: ResolvedCredentialSchema, ...errors },
+        },
+      },
+      async (request, reply) => {
+        const scope = await callerScope(context, request);
+        reply.header("cache-control", "no-store");
+        return context.credentials.resolve(scope.vaultId, request.body);
+      },
+    );
+  };
+}

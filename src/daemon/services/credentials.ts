@@ -1,0 +1,190 @@
+import type { ProxyRoute, ResolvedCredential, ResolveRequest } from "../../api/credentials.ts";
+import {
+  ConnectionNotFoundError,
+  InvalidInputError,
+  OperationNotAllowedError,
+  ProviderNotFoundError,
+  TokenExpiredError,
+} from "../../core/errors.ts";
+import { apiKeyHeader } from "../../flows/api-key.ts";
+import { decideRoute, expandBaseUrl, oauthEndpoints, RouteTable } from "../../providers/routing.ts";
+import { type Provider, providerApiUrls } from "../../providers/schema.ts";
+import type { ConnectionRecord, ConnectionService, ProviderConnections } from "./connections.ts";
+import type { ProviderRegistry } from "./provider-registry.ts";
+
+const TABLE_CACHE_SIZE = 32;
+
+/** The header an OAuth access token goes into; token types other than bearer are sent as given. */
+function oauthHeaderValue(tokenType: string, accessToken: string): string {
+  return `${tokenType.toLowerCase() === "bearer" ? "Bearer" : tokenType} ${accessToken}`;
+}
+
+function loginHint(providers: string[]): string {
+  return providers.map((name) => `\`svc login ${name}\``).join(" or ");
+}
+
+/**
+ * Credential resolve: which provider and connection a request belongs to, and the header value
+ * to inject. The one way a secret leaves the daemon (besides an explicit, audited reveal).
+ */
+export class CredentialService {
+  readonly #registry: ProviderRegistry;
+  readonly #connections: ConnectionService;
+  readonly #now: () => Date;
+  readonly #tables = new Map<string, RouteTable>();
+
+  constructor(registry: ProviderRegistry, connections: ConnectionService, now: () => Date) {
+    this.#registry = registry;
+    this.#connections = connections;
+    this.#now = now;
+  }
+
+  /** The compiled routing table for a vault's connections (compiled once per provider set and base URLs). */
+  #table(index: Map<string, ProviderConnections>): RouteTable {
+    const bases = [...index]
+      .filter(([, entry]) => entry.baseUrls.length > 0)
+      .map(([name, entry]) => `${name}=${entry.baseUrls.join(",")}`)
+      .join(";");
+    const key = `${this.#registry.version}|${bases}`;
+    let table = this.#tables.get(key);
+    if (!table) {
+      table = new RouteTable(
+        this.#registry
+          .list()
+          .map((provider) => ({ provider, baseUrls: index.get(provider.name)?.baseUrls ?? [] })),
+      );
+      if (this.#tables.size >= TABLE_CACHE_SIZE) this.#tables.delete(this.#tables.keys().next().value!);
+      this.#tables.set(key, table);
+    }
+    return table;
+  }
+
+  /** `GET /api/proxy/routes`: every provider's routes, OAuth endpoints and the caller's connections. */
+  async routes(vaultId: string): Promise<ProxyRoute[]> {
+    const index = await this.#connections.index(vaultId);
+    return this.#registry.list().map((provider) => {
+      const connections = index.get(provider.name);
+      const bases = [
+        ...(connections?.baseUrls ?? []),
+        ...(provider.oauth?.base_url ? [provider.oauth.base_url] : []),
+      ];
+      const apiUrls = new Set<string>();
+      for (const entry of providerApiUrls(provider)) {
+        if (!entry.startsWith("{")) apiUrls.add(entry);
+        for (const base of bases) {
+          const resolved = expandBaseUrl(entry, base);
+          if (resolved) apiUrls.add(resolved);
+        }
+      }
+      const endpoints = new Set(oauthEndpoints(provider));
+      for (const base of bases)
+        for (const endpoint of oauthEndpoints(provider, base)) endpoints.add(endpoint);
+      return {
+        provider: provider.name,
+        auth_type: provider.auth_type,
+        api_url: [...apiUrls],
+        oauth_endpoints: [...endpoints],
+        header_name: provider.api_key?.header_name ?? "Authorization",
+        env: provider.env,
+        connections: connections?.names ?? [],
+        default_connection: connections?.defaultConnection ?? null,
+      };
+    });
+  }
+
+  async resolve(vaultId: string, request: ResolveRequest): Promise<ResolvedCredential> {
+    const index = await this.#connections.index(vaultId);
+    const url = request.host === undefined ? undefined : requestUrl(request.host, request.path ?? "/");
+    let provider: Provider;
+    if (request.provider !== undefined) {
+      provider = this.#registry.get(request.provider);
+      if (url) this.#assertRoutes(index, provider, url);
+    } else {
+      if (!url) throw new InvalidInputError("resolve needs a host, or a provider");
+      provider = this.#registry.get(this.#pick(index, url));
+    }
+    const connections = index.get(provider.name);
+    const name = request.connection ?? connections?.defaultConnection ?? connections?.names[0];
+    if (!name) {
+      throw new ConnectionNotFoundError(`no ${provider.name} connection; run ${loginHint([provider.name])}`);
+    }
+    const record = await this.#connections.get(vaultId, provider.name, name);
+    return { provider: provider.name, connection: name, ...this.#header(provider, record) };
+  }
+
+  #pick(index: Map<string, ProviderConnections>, url: URL): string {
+    const decision = decideRoute(this.#table(index), url, (name) => index.has(name));
+    const where = `${url.origin}${url.pathname}`;
+    switch (decision.kind) {
+      case "match":
+        return decision.provider;
+      case "oauth_endpoint":
+        throw new OperationNotAllowedError(
+          `${where} is a provider's OAuth endpoint; svc never sends credentials there`,
+        );
+      case "ambiguous":
+        throw new OperationNotAllowedError(
+          `${where} matches ${decision.providers.join(" and ")} equally; name the provider to use`,
+        );
+      case "unconnected":
+        throw new ConnectionNotFoundError(
+          `${where} belongs to ${decision.providers.join(" or ")}, ${decision.providers.length === 1 ? "which has no" : "none of which has a"} connection; run ${loginHint(decision.providers)}`,
+        );
+      case "none":
+        throw new ProviderNotFoundError(
+          `no provider routes ${where}; see \`svc provider list\`, or register one with \`svc provider register <file>\``,
+        );
+    }
+  }
+
+  /** A named provider must still own the URL: a credential never goes to another host. */
+  #assertRoutes(index: Map<string, ProviderConnections>, provider: Provider, url: URL): void {
+    const table = this.#table(index);
+    const where = `${url.origin}${url.pathname}`;
+    if (table.isOAuthEndpoint(url)) {
+      throw new OperationNotAllowedError(
+        `${where} is a provider's OAuth endpoint; svc never sends credentials there`,
+      );
+    }
+    if (!table.candidates(url).some((candidate) => candidate.provider === provider.name)) {
+      throw new OperationNotAllowedError(
+        `${where} is not an API URL of ${provider.name}; its credential is not sent there`,
+      );
+    }
+  }
+
+  #header(provider: Provider, record: ConnectionRecord): Omit<ResolvedCredential, "provider" | "connection"> {
+    const { credential } = record;
+    if (credential.type === "api_key") {
+      if (!provider.api_key) {
+        throw new OperationNotAllowedError(
+          `${provider.name} is now an ${provider.auth_type} provider but the connection holds an API key; log in again`,
+        );
+      }
+      const header = apiKeyHeader(provider.api_key, credential.api_key);
+      return { header_name: header.name, header_value: header.value, expires_at: null };
+    }
+    const expiresAt = credential.expires_at ?? null;
+    if (expiresAt && Date.parse(expiresAt) <= this.#now().getTime()) {
+      throw new TokenExpiredError(
+        `the ${provider.name} access token of "${record.connection}" expired at ${expiresAt}; run ${loginHint([provider.name])} again`,
+      );
+    }
+    return {
+      header_name: "Authorization",
+      header_value: oauthHeaderValue(credential.token_type, credential.access_token),
+      expires_at: expiresAt,
+    };
+  }
+}
+
+/** The https URL of a resolve request; refuses hosts and paths that are not plain. */
+function requestUrl(host: string, path: string): URL {
+  if (!path.startsWith("/")) throw new InvalidInputError('path must start with "/"');
+  if (/[\s/@?#\\]/.test(host)) throw new InvalidInputError(`"${host}" is not a host (name[:port])`);
+  try {
+    return new URL(`https://${host.toLowerCase()}${path}`);
+  } catch {
+    throw new InvalidInputError(`"${host}${path}" is not a valid host and path`);
+  }
+}

@@ -1,0 +1,211 @@
+/**
+ * Which provider's credential belongs on a request URL. One compiled table serves the daemon's
+ * credential resolve, the proxy's interception decision and the library's `fetch`, so all three
+ * agree. Rules (docs/providers.md, "Route selection"):
+ *
+ * - a URL-prefix entry ranks by the length of its path, so `https://host/api/v2` beats
+ *   `https://host/api` and both beat the bare host `host` (a prefix of `/`);
+ * - any host or prefix entry beats a `regex:` entry;
+ * - a request to any provider's OAuth endpoint (authorize, token, device, registration,
+ *   revocation) never gets a credential;
+ * - two providers matching at the same rank are ambiguous: nothing is injected.
+ */
+import {
+  API_URL_REGEX_PREFIX,
+  BASE_URL_PLACEHOLDER,
+  OAUTH_URL_FIELDS,
+  type ProviderDefinition,
+  providerApiUrls,
+} from "./schema.ts";
+
+/** Rank of a regex entry; host and prefix entries rank above it by at least this. */
+const REGEX_RANK = 0;
+const HOST_RANK_BASE = 1_000_000;
+
+interface CompiledEntry {
+  provider: string;
+  entry: string;
+  /** Origin-and-path matcher or regex; undefined for an unresolved `{base_url}` entry. */
+  test: (url: URL) => boolean;
+  rank: number;
+}
+
+export interface RouteCandidate {
+  provider: string;
+  /** The `api_url` entry that matched. */
+  entry: string;
+  rank: number;
+}
+
+/** What the table needs to know of a provider. */
+export type RoutableProvider = Pick<ProviderDefinition, "name" | "api_url" | "oauth">;
+
+/** A URL endpoint on which credentials must never be injected. */
+interface ProtectedEndpoint {
+  origin: string;
+  path: string;
+}
+
+function defaultPort(protocol: string): string {
+  return protocol === "http:" ? "80" : "443";
+}
+
+function originOf(url: URL): string {
+  return `${url.protocol}//${url.hostname}:${url.port || defaultPort(url.protocol)}`;
+}
+
+function trimSlash(path: string): string {
+  return path.length > 1 && path.endsWith("/") ? path.slice(0, -1) : path;
+}
+
+/** Resolves a `{base_url}` entry; undefined when there is no base URL to put in. */
+export function expandBaseUrl(value: string, baseUrl: string | undefined): string | undefined {
+  if (!value.startsWith(BASE_URL_PLACEHOLDER)) return value;
+  if (!baseUrl) return undefined;
+  return baseUrl.replace(/\/+$/, "") + value.slice(BASE_URL_PLACEHOLDER.length);
+}
+
+function compileEntry(
+  provider: string,
+  entry: string,
+  baseUrl: string | undefined,
+): CompiledEntry | undefined {
+  if (entry.startsWith(API_URL_REGEX_PREFIX)) {
+    let pattern: RegExp;
+    try {
+      pattern = new RegExp(entry.slice(API_URL_REGEX_PREFIX.length));
+    } catch {
+      return undefined;
+    }
+    return { provider, entry, rank: REGEX_RANK, test: (url) => pattern.test(url.href) };
+  }
+  const resolved = expandBaseUrl(entry, baseUrl);
+  if (resolved === undefined) return undefined;
+  if (!resolved.includes("://")) {
+    const [host, port = "443"] = resolved.split(":");
+    return {
+      provider,
+      entry,
+      rank: HOST_RANK_BASE + 1,
+      test: (url) => url.protocol === "https:" && url.hostname === host && (url.port || "443") === port,
+    };
+  }
+  let prefix: URL;
+  try {
+    prefix = new URL(resolved);
+  } catch {
+    return undefined;
+  }
+  const origin = originOf(prefix);
+  const base = trimSlash(prefix.pathname);
+  return {
+    provider,
+    entry,
+    rank: HOST_RANK_BASE + base.length,
+    test: (url) =>
+      originOf(url) === origin &&
+      (base === "/" || url.pathname === base || url.pathname.startsWith(`${base}/`)),
+  };
+}
+
+/** The OAuth endpoints of a provider, resolved with `baseUrl` where templated. */
+export function oauthEndpoints(provider: RoutableProvider, baseUrl?: string): string[] {
+  const oauth = provider.oauth;
+  if (!oauth) return [];
+  const resolvedBase = baseUrl ?? oauth.base_url;
+  const endpoints: string[] = [];
+  for (const field of OAUTH_URL_FIELDS) {
+    if (field === "issuer") continue;
+    const value = oauth[field];
+    const resolved = value && expandBaseUrl(value, resolvedBase);
+    if (resolved) endpoints.push(resolved);
+  }
+  return endpoints;
+}
+
+export interface RouteTableInput {
+  provider: RoutableProvider;
+  /** Base URLs for `{base_url}` entries (a connection's, the provider's default); may be empty. */
+  baseUrls?: readonly string[];
+}
+
+/** A compiled, immutable routing table. Build once per provider set; match many times. */
+export class RouteTable {
+  readonly #entries: CompiledEntry[] = [];
+  readonly #protected: ProtectedEndpoint[] = [];
+
+  constructor(inputs: Iterable<RouteTableInput>) {
+    for (const { provider, baseUrls = [] } of inputs) {
+      const bases = [
+        ...new Set([...baseUrls, ...(provider.oauth?.base_url ? [provider.oauth.base_url] : [])]),
+      ];
+      const entries = providerApiUrls(provider);
+      const seen = new Set<string>();
+      for (const base of bases.length > 0 ? bases : [undefined]) {
+        for (const entry of entries) {
+          const compiled = compileEntry(provider.name, entry, base);
+          const key = `${compiled?.entry}|${expandBaseUrl(entry, base)}`;
+          if (!compiled || seen.has(key)) continue;
+          seen.add(key);
+          this.#entries.push(compiled);
+        }
+        for (const endpoint of oauthEndpoints(provider, base)) {
+          try {
+            const url = new URL(endpoint);
+            this.#protected.push({ origin: originOf(url), path: trimSlash(url.pathname) });
+          } catch {
+            // Validated by the schema; an unparsable endpoint cannot be requested either.
+          }
+        }
+      }
+    }
+  }
+
+  /** Whether the URL is one of any provider's OAuth endpoints (never injected). */
+  isOAuthEndpoint(url: URL): boolean {
+    const origin = originOf(url);
+    const path = trimSlash(url.pathname);
+    return this.#protected.some((endpoint) => endpoint.origin === origin && endpoint.path === path);
+  }
+
+  /** Every provider whose entries match, best rank first, one candidate per provider. */
+  candidates(url: URL): RouteCandidate[] {
+    const best = new Map<string, RouteCandidate>();
+    for (const entry of this.#entries) {
+      if (!entry.test(url)) continue;
+      const current = best.get(entry.provider);
+      if (!current || entry.rank > current.rank) {
+        best.set(entry.provider, { provider: entry.provider, entry: entry.entry, rank: entry.rank });
+      }
+    }
+    return [...best.values()].sort((a, b) => b.rank - a.rank || (a.provider < b.provider ? -1 : 1));
+  }
+}
+
+export type RouteDecision =
+  | { kind: "match"; provider: string; entry: string }
+  | { kind: "oauth_endpoint" }
+  | { kind: "ambiguous"; providers: string[] }
+  | { kind: "unconnected"; providers: string[] }
+  | { kind: "none" };
+
+/**
+ * Picks the provider for a request. Only providers with a connection (`connected`) compete; the
+ * best rank wins, and a tie between providers is ambiguous. When matching providers exist but
+ * none is connected, they are reported so the caller can say which `svc login` to run.
+ */
+export function decideRoute(
+  table: RouteTable,
+  url: URL,
+  connected: (provider: string) => boolean,
+): RouteDecision {
+  if (table.isOAuthEndpoint(url)) return { kind: "oauth_endpoint" };
+  const candidates = table.candidates(url);
+  if (candidates.length === 0) return { kind: "none" };
+  const usable = candidates.filter((candidate) => connected(candidate.provider));
+  if (usable.length === 0) return { kind: "unconnected", providers: candidates.map((c) => c.provider) };
+  const top = usable[0]!;
+  const tied = usable.filter((candidate) => candidate.rank === top.rank);
+  if (tied.length > 1) return { kind: "ambiguous", providers: tied.map((c) => c.provider) };
+  return { kind: "match", provider: top.provider, entry: top.entry };
+}
