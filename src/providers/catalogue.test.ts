@@ -2,6 +2,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { BUNDLED_PROVIDERS_DIR, loadBundledProviders, parseBundledProviderFile } from "./catalogue.ts";
+import { withBundledTable } from "./catalogue-table.ts";
 import {
   API_URL_REGEX_PREFIX,
   BASE_URL_PLACEHOLDER,
@@ -232,5 +233,12 @@ describe("parseBundledProviderFile", () => {
   it("refuses a source field", () => {
     const bad = JSON.stringify({ ...JSON.parse(valid), source: "bundled" });
     expect(() => parseBundledProviderFile("openai.json", bad)).toThrow(/source: is derived/);
+  });
+});
+
+describe("docs/providers.md", () => {
+  it("lists exactly the bundled catalogue (regenerate with `npm run docs:providers`)", () => {
+    const document = readFileSync(new URL("../../docs/providers.md", import.meta.url), "utf8");
+    expect(document).toBe(withBundledTable(document, loadBundledProviders()));
   });
 });
