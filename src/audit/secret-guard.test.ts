@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { type AuditEventInput, newEventId } from "./events.ts";
+import { type AuditDetail, type AuditEventInput, newEventId } from "./events.ts";
 import { guardEvent, looksLikeSecret, MAX_DETAIL_KEYS, REFUSED_VALUE } from "./secret-guard.ts";
 
 /** Random base64url with a capital and a digit guaranteed, like real key material. */
@@ -181,7 +181,9 @@ describe("guardEvent", () => {
   });
 
   it("caps detail at 20 keys and 512 characters per value", () => {
-    const detail = Object.fromEntries(Array.from({ length: 25 }, (_, index) => [`k${index}`, index]));
+    const detail: AuditDetail = Object.fromEntries(
+      Array.from({ length: 25 }, (_, index) => [`k${index}`, index]),
+    );
     detail.k0 = "a".repeat(600);
     const { sanitised, refused } = guardEvent({ ...base, detail });
     expect(Object.keys(sanitised.detail!)).toEqual(Array.from({ length: 20 }, (_, index) => `k${index}`));

@@ -9,6 +9,7 @@ import {
   SessionWaitQuerySchema,
 } from "../../api/auth-sessions.ts";
 import { ErrorBodySchema } from "../../api/errors.ts";
+import { AUDIT_EVENTS } from "../../audit/events.ts";
 import {
   AuthenticationFailedError,
   ConnectionAlreadyExistsError,
@@ -82,7 +83,7 @@ export function authSessionRoutes(context: DaemonContext): FastifyPluginAsyncZod
       authSessions.fail(session, error);
       await context.audit.record(
         {
-          event: "provider.login_failed",
+          event: AUDIT_EVENTS.providerLoginFailed,
           status: "failure",
           ...actor,
           ...subject,
@@ -94,7 +95,13 @@ export function authSessionRoutes(context: DaemonContext): FastifyPluginAsyncZod
     }
     authSessions.complete(session);
     await context.audit.record(
-      { event: "provider.login", status: "success", ...actor, ...subject, detail: { flow: "api_key" } },
+      {
+        event: AUDIT_EVENTS.providerLogin,
+        status: "success",
+        ...actor,
+        ...subject,
+        detail: { flow: "api_key" },
+      },
       { secrets: [key] },
     );
   }

@@ -10,6 +10,7 @@ import {
   RevokedSchema,
 } from "../../api/connections.ts";
 import { ErrorBodySchema } from "../../api/errors.ts";
+import { AUDIT_EVENTS } from "../../audit/events.ts";
 import type { DaemonContext } from "../context.ts";
 import { callerScope } from "../services/caller-scope.ts";
 import { connectionView } from "../services/connections.ts";
@@ -59,7 +60,12 @@ export function connectionRoutes(context: DaemonContext): FastifyPluginAsyncZod 
         const record = await context.connections.get(scope.vaultId, provider, connection);
         const reveal = request.query.reveal === "true";
         if (reveal) {
-          await scope.audit({ event: "credential.revealed", status: "success", provider, connection });
+          await scope.audit({
+            event: AUDIT_EVENTS.credentialRevealed,
+            status: "success",
+            provider,
+            connection,
+          });
           reply.header("cache-control", "no-store");
         }
         const isDefault = await context.connections.isDefault(scope.vaultId, provider, connection);
@@ -84,7 +90,7 @@ export function connectionRoutes(context: DaemonContext): FastifyPluginAsyncZod 
         const { provider, connection } = request.params;
         context.providers.get(provider);
         const defaultConnection = await context.connections.remove(scope.vaultId, provider, connection);
-        await scope.audit({ event: "provider.logout", status: "success", provider, connection });
+        await scope.audit({ event: AUDIT_EVENTS.providerLogout, status: "success", provider, connection });
         return { provider, connection, removed: true as const, default_connection: defaultConnection };
       },
     );
@@ -106,7 +112,12 @@ export function connectionRoutes(context: DaemonContext): FastifyPluginAsyncZod 
         const { provider, connection } = request.params;
         context.providers.get(provider);
         const record = await context.connections.setDefault(scope.vaultId, provider, connection);
-        await scope.audit({ event: "provider.default_changed", status: "success", provider, connection });
+        await scope.audit({
+          event: AUDIT_EVENTS.providerDefaultChanged,
+          status: "success",
+          provider,
+          connection,
+        });
         return connectionView(record, true, context.now());
       },
     );
@@ -138,7 +149,7 @@ export function connectionRoutes(context: DaemonContext): FastifyPluginAsyncZod 
             : { message: "remote token revocation is not available in this version" }),
         }));
         await scope.audit({
-          event: "provider.revoked",
+          event: AUDIT_EVENTS.providerRevoked,
           status: "success",
           provider,
           detail: { connections: records.length, client_credentials: clientCredentials },

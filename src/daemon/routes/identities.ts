@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { ErrorBodySchema } from "../../api/errors.ts";
 import { IdentityRegistrationSchema, RegisteredIdentitySchema } from "../../api/identities.ts";
+import { AUDIT_EVENTS } from "../../audit/events.ts";
 import { AuthenticationFailedError } from "../../core/errors.ts";
 import { verifyLocalClaimProof } from "../../identity/local-claim.ts";
 import type { DaemonContext } from "../context.ts";
@@ -47,6 +48,13 @@ export function identityRoutes(context: DaemonContext): FastifyPluginAsyncZod {
           if (!identity.principalId) {
             const owner = await context.principals.localOwner(now);
             identity = await context.identities.claim(handle, owner.id, now);
+            await context.audit.record({
+              event: AUDIT_EVENTS.identityClaimed,
+              status: "success",
+              identity: handle,
+              principal_id: owner.id,
+              detail: { method: "local" },
+            });
           }
         }
         const principal = identity.principalId

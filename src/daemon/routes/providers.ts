@@ -8,6 +8,7 @@ import {
   RegisterProviderQuerySchema,
   RemovedProviderSchema,
 } from "../../api/providers.ts";
+import { AUDIT_EVENTS } from "../../audit/events.ts";
 import { OperationNotAllowedError } from "../../core/errors.ts";
 import { ProviderSchema, toProviderSummary } from "../../providers/schema.ts";
 import type { DaemonContext } from "../context.ts";
@@ -75,7 +76,7 @@ export function providerRoutes(context: DaemonContext): FastifyPluginAsyncZod {
           now: context.now(),
         });
         await scope.audit({
-          event: "provider.registered",
+          event: AUDIT_EVENTS.providerRegistered,
           status: "success",
           provider: result.provider.name,
           detail: { created: result.created, overrides_bundled: result.overridesBundled },
@@ -117,7 +118,7 @@ export function providerRoutes(context: DaemonContext): FastifyPluginAsyncZod {
         }
         const result = await context.providers.remove(name);
         await scope.audit({
-          event: "provider.removed",
+          event: AUDIT_EVENTS.providerRemoved,
           status: "success",
           provider: name,
           detail: { result },
