@@ -55,6 +55,8 @@ export async function buildApp(
   let closing = false;
   app.addHook("preClose", async () => {
     closing = true;
+    // Long polls would otherwise hold close() for up to their full wait.
+    context.authSessions.close();
   });
   app.addHook("onSend", async (_request, reply) => {
     if (closing) reply.header("connection", "close");

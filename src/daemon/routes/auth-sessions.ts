@@ -38,7 +38,7 @@ const tags = ["auth sessions"];
 
 /** The URL this daemon is reached at (for links it hands out): the public URL, else the Host it was asked on. */
 function daemonBaseUrl(context: DaemonContext, request: FastifyRequest): string {
-  return context.config.publicUrl ?? `${request.protocol}://${request.headers.host}`;
+  return context.config.publicUrl?.replace(/\/+$/, "") ?? `${request.protocol}://${request.headers.host}`;
 }
 
 /**
@@ -48,7 +48,10 @@ function daemonBaseUrl(context: DaemonContext, request: FastifyRequest): string 
 function assertSameOrigin(context: DaemonContext, request: FastifyRequest): void {
   const origin = request.headers.origin;
   const site = request.headers["sec-fetch-site"];
-  if (site === "cross-site" || (origin !== undefined && origin !== daemonBaseUrl(context, request))) {
+  if (
+    site === "cross-site" ||
+    (origin !== undefined && origin !== new URL(daemonBaseUrl(context, request)).origin)
+  ) {
     throw new AuthenticationFailedError("this form can only be submitted from the page svc served");
   }
 }
@@ -210,21 +213,22 @@ export function authSessionRoutes(context: DaemonContext): FastifyPluginAsyncZod
             "Submit the API key: the browser form, or JSON `{api_key}` from the identity that started the session",
           tags,
           params: SessionParamsSchema,
-          // The form shape first: the JSON shape would match a form too and drop its tokens.
-          body: z.union([
-            z.object({
-              token: z.string().max(128),
-              csrf: z.string().max(128),
-              api_key: z.string().max(8192),
-            }),
-            SessionInputSchema,
-          ]),
+          // One shape for both callers: a PoP caller sends `api_key`; a browser form also sends
+          // `token` and `csrf`, whose absence the handler reports as such.
+          body: SessionInputSchema.extend({
+            token: z
+              .string()
+              .max(128)
+              .optional()
+              .describe("Browser form only: the bridge token of the link."),
+            csrf: z.string().max(128).optional().describe("Browser form only: the form's CSRF token."),
+          }),
           response: { 200: AuthSessionSchema, ...errors },
         },
       },
       async (request, reply) => {
         const { session_id: id } = request.params;
-        const body = request.body as { api_key?: string; token?: string; csrf?: string };
+        const body = request.body;
         if (request.caller) {
           const session = authSessions.forOwner(id, request.caller.handle);
           const provider = context.providers.get(session.provider);

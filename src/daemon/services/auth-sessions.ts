@@ -58,6 +58,7 @@ export class AuthSessionService {
   readonly #changes = new EventEmitter();
   readonly #now: () => Date;
   readonly #sweeper: NodeJS.Timeout;
+  #closed = false;
 
   constructor(now: () => Date) {
     this.#now = now;
@@ -150,14 +151,6 @@ export class AuthSessionService {
     this.#set(session, "processing");
   }
 
-  /** Back to waiting for the person (e.g. the key they entered was refused). */
-  waiting(session: AuthSessionState): void {
-    if (session.status === "processing") {
-      session.status = "waiting_for_user";
-      this.#changes.emit(session.id);
-    }
-  }
-
   complete(session: AuthSessionState): void {
     this.#set(session, "completed");
   }
@@ -172,7 +165,7 @@ export class AuthSessionService {
 
   /** Resolves when the session's status changes, or after `ms`. */
   async waitForChange(session: AuthSessionState, ms: number): Promise<void> {
-    if (ms <= 0 || FINAL_STATUSES.has(session.status)) return;
+    if (ms <= 0 || this.#closed || FINAL_STATUSES.has(session.status)) return;
     const remaining = Math.min(ms, Math.max(0, session.expiresAt.getTime() - this.#now().getTime()) + 50);
     await new Promise<void>((resolve) => {
       const done = () => {
@@ -196,8 +189,11 @@ export class AuthSessionService {
     }
   }
 
+  /** Stops the sweeper and answers every long poll now, so a closing daemon is not held open by them. */
   close(): void {
     clearInterval(this.#sweeper);
+    this.#closed = true;
+    for (const id of this.#changes.eventNames()) this.#changes.emit(id);
   }
 }
 
