@@ -10,6 +10,7 @@ import { registerFormBody } from "./plugins/form-body.ts";
 import { registerHostGuard } from "./plugins/host-guard.ts";
 import { registerPopAuth } from "./plugins/pop-auth.ts";
 import { MAX_BODY_BYTES, registerRawBodyJson } from "./plugins/raw-body.ts";
+import { auditRoutes } from "./routes/audit.ts";
 import { authSessionRoutes } from "./routes/auth-sessions.ts";
 import { connectionRoutes } from "./routes/connections.ts";
 import { credentialRoutes } from "./routes/credentials.ts";
@@ -100,5 +101,6 @@ export async function buildApp(
   await app.register(connectionRoutes(context));
   await app.register(credentialRoutes(context));
   await app.register(authSessionRoutes(context));
+  await app.register(auditRoutes(context));
   return app;
 }

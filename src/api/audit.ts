@@ -1,0 +1,56 @@
+import { z } from "zod";
+
+export const AuditEventSchema = z
+  .object({
+    id: z.string(),
+    timestamp: z.string().describe("ISO-8601 UTC."),
+    event: z.string().describe("Event type, e.g. provider.login, proxy.request."),
+    source: z.enum(["internal", "external"]),
+    status: z.string().describe("success, failure, ..."),
+    provider: z.string().nullable(),
+    connection: z.string().nullable(),
+    identity: z.string().nullable(),
+    principal_id: z.string().nullable(),
+    detail: z.record(z.string(), z.union([z.string(), z.number(), z.boolean(), z.null()])).optional(),
+  })
+  .meta({ id: "AuditEvent" });
+export type AuditEventRecord = z.infer<typeof AuditEventSchema>;
+
+export const AuditPageSchema = z.object({
+  events: z.array(AuditEventSchema).describe("Newest first."),
+  next_cursor: z.string().optional().describe("Pass as `cursor` for the next (older) page."),
+});
+export type AuditPageRecord = z.infer<typeof AuditPageSchema>;
+
+export const AuditQuerySchema = z.object({
+  limit: z.coerce.number().int().optional().describe("Default 50, clamped to 1..500."),
+  cursor: z.string().max(200).optional(),
+  provider: z.string().max(64).optional(),
+  event: z.string().max(64).optional(),
+  since: z.string().max(40).optional().describe("ISO-8601 date or time, inclusive."),
+  until: z.string().max(40).optional().describe("ISO-8601 date or time, exclusive."),
+});
+
+/** The largest batch the proxy may ship in one request. */
+export const MAX_AUDIT_BATCH = 500;
+
+/** One external event as the proxy reports it; who made the call comes from the PoP token. */
+export const ExternalAuditEventSchema = z
+  .strictObject({
+    timestamp: z.iso.datetime({ offset: true }).describe("When the call was made."),
+    event: z.string().max(64).describe("proxy.request, or another proxy.* event."),
+    status: z.string().max(32).describe("success (HTTP < 400), failure (HTTP >= 400), error (no answer)."),
+    provider: z.string().max(64).nullable().optional(),
+    connection: z.string().max(64).nullable().optional(),
+    detail: z
+      .record(z.string().max(64), z.union([z.string().max(512), z.number(), z.boolean(), z.null()]))
+      .optional()
+      .describe("method, host, path (never the query), status_code, duration_ms."),
+  })
+  .meta({ id: "ExternalAuditEvent" });
+export type ExternalAuditEvent = z.infer<typeof ExternalAuditEventSchema>;
+
+export const AuditBatchSchema = z.strictObject({
+  events: z.array(ExternalAuditEventSchema).min(1).max(MAX_AUDIT_BATCH),
+});
+export type AuditBatch = z.infer<typeof AuditBatchSchema>;
