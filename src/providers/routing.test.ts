@@ -119,6 +119,23 @@ describe("RouteTable", () => {
     expect(oauthEndpoints(noBase, "https://x.okta.com")).toEqual(["https://x.okta.com/oauth2/v1/token"]);
   });
 
+  it("routesHost says which hosts a proxy must intercept: hosts, prefixes' origins and regex hosts", () => {
+    const table = new RouteTable([
+      { provider: provider("h", "api.h.com") },
+      { provider: provider("p", "https://slack.com/api") },
+      { provider: provider("r", "regex:^https://[a-z0-9-]+\\.googleapis\\.com/drive/") },
+      { provider: provider("loose", "regex:example\\.org") },
+    ]);
+    expect(table.routesHost("api.h.com")).toBe(true);
+    expect(table.routesHost("api.h.com", 8443)).toBe(false);
+    expect(table.routesHost("slack.com")).toBe(true);
+    expect(table.routesHost("www.googleapis.com")).toBe(true);
+    expect(table.routesHost("googleapis.com.evil.net")).toBe(false);
+    expect(table.routesHost("www.example.org")).toBe(true);
+    expect(table.routesHost("example.com")).toBe(false);
+    expect(table.routesHost("::1")).toBe(false);
+  });
+
   it("routes the bundled catalogue's best-known APIs to the expected provider", () => {
     const table = new RouteTable(loadBundledProviders().map((p) => ({ provider: p })));
     const expectations: Array<[string, string]> = [

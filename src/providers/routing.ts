@@ -25,9 +25,30 @@ const HOST_RANK_BASE = 1_000_000;
 interface CompiledEntry {
   provider: string;
   entry: string;
-  /** Origin-and-path matcher or regex; undefined for an unresolved `{base_url}` entry. */
+  /** Origin-and-path matcher or regex. */
   test: (url: URL) => boolean;
+  /** Whether some request to this origin could match (what a proxy must intercept). */
+  coversOrigin: (origin: URL) => boolean;
   rank: number;
+}
+
+/**
+ * The host part of a `regex:` entry written as `^https://<host pattern>/...`: the pattern up to the
+ * first `/` after the scheme, anchored at the end of the origin. Other regexes are tested against
+ * the origin's root URL.
+ */
+function regexOriginTest(pattern: RegExp, source: string): (origin: URL) => boolean {
+  const prefix = /^\^https:\/\//.exec(source)?.[0];
+  const slash = prefix ? source.indexOf("/", prefix.length) : -1;
+  if (prefix && slash > 0) {
+    try {
+      const host = new RegExp(`${source.slice(0, slash)}(?::\\d+)?$`);
+      return (origin) => host.test(origin.origin);
+    } catch {
+      // Falls through to the root-URL test.
+    }
+  }
+  return (origin) => pattern.test(origin.href);
 }
 
 export interface RouteCandidate {
@@ -77,18 +98,22 @@ function compileEntry(
     } catch {
       return undefined;
     }
-    return { provider, entry, rank: REGEX_RANK, test: (url) => pattern.test(url.href) };
+    const source = entry.slice(API_URL_REGEX_PREFIX.length);
+    return {
+      provider,
+      entry,
+      rank: REGEX_RANK,
+      test: (url) => pattern.test(url.href),
+      coversOrigin: regexOriginTest(pattern, source),
+    };
   }
   const resolved = expandBaseUrl(entry, baseUrl);
   if (resolved === undefined) return undefined;
   if (!resolved.includes("://")) {
     const [host, port = "443"] = resolved.split(":");
-    return {
-      provider,
-      entry,
-      rank: HOST_RANK_BASE + 1,
-      test: (url) => url.protocol === "https:" && url.hostname === host && (url.port || "443") === port,
-    };
+    const test = (url: URL) =>
+      url.protocol === "https:" && url.hostname === host && (url.port || "443") === port;
+    return { provider, entry, rank: HOST_RANK_BASE + 1, test, coversOrigin: test };
   }
   let prefix: URL;
   try {
@@ -105,6 +130,7 @@ function compileEntry(
     test: (url) =>
       originOf(url) === origin &&
       (base === "/" || url.pathname === base || url.pathname.startsWith(`${base}/`)),
+    coversOrigin: (url) => originOf(url) === origin,
   };
 }
 
@@ -127,6 +153,8 @@ export interface RouteTableInput {
   provider: RoutableProvider;
   /** Base URLs for `{base_url}` entries (a connection's, the provider's default); may be empty. */
   baseUrls?: readonly string[];
+  /** OAuth endpoint URLs known already resolved (the daemon's routing table lists them). */
+  oauthEndpoints?: readonly string[];
 }
 
 /** A compiled, immutable routing table. Build once per provider set; match many times. */
@@ -135,7 +163,8 @@ export class RouteTable {
   readonly #protected: ProtectedEndpoint[] = [];
 
   constructor(inputs: Iterable<RouteTableInput>) {
-    for (const { provider, baseUrls = [] } of inputs) {
+    for (const { provider, baseUrls = [], oauthEndpoints: listed = [] } of inputs) {
+      for (const endpoint of listed) this.#protect(endpoint);
       const bases = [
         ...new Set([...baseUrls, ...(provider.oauth?.base_url ? [provider.oauth.base_url] : [])]),
       ];
@@ -149,15 +178,17 @@ export class RouteTable {
           seen.add(key);
           this.#entries.push(compiled);
         }
-        for (const endpoint of oauthEndpoints(provider, base)) {
-          try {
-            const url = new URL(endpoint);
-            this.#protected.push({ origin: originOf(url), path: trimSlash(url.pathname) });
-          } catch {
-            // Validated by the schema; an unparsable endpoint cannot be requested either.
-          }
-        }
+        for (const endpoint of oauthEndpoints(provider, base)) this.#protect(endpoint);
       }
+    }
+  }
+
+  #protect(endpoint: string): void {
+    try {
+      const url = new URL(endpoint);
+      this.#protected.push({ origin: originOf(url), path: trimSlash(url.pathname) });
+    } catch {
+      // Validated by the schema; an unparsable endpoint cannot be requested either.
     }
   }
 
@@ -166,6 +197,20 @@ export class RouteTable {
     const origin = originOf(url);
     const path = trimSlash(url.pathname);
     return this.#protected.some((endpoint) => endpoint.origin === origin && endpoint.path === path);
+  }
+
+  /**
+   * Whether any request to `https://hostname:port` could be routed to a provider: the proxy
+   * intercepts exactly these hosts and tunnels every other one untouched.
+   */
+  routesHost(hostname: string, port = 443): boolean {
+    let origin: URL;
+    try {
+      origin = new URL(`https://${hostname.includes(":") ? `[${hostname}]` : hostname}:${port}/`);
+    } catch {
+      return false;
+    }
+    return this.#entries.some((entry) => entry.coversOrigin(origin));
   }
 
   /** Every provider whose entries match, best rank first, one candidate per provider. */
