@@ -7,6 +7,7 @@ import type { LocalIdentity } from "../identity/identity-files.ts";
 import { ensureDaemon } from "./daemon-control.ts";
 import { DebugLog } from "./debug-log.ts";
 import { Output } from "./output.ts";
+import { type Prompter, terminalPrompter } from "./prompt.ts";
 
 export interface GlobalOptions {
   json?: boolean;
@@ -22,6 +23,8 @@ export interface CliIo {
   env: NodeJS.ProcessEnv;
   stdinIsTty: boolean;
   stdoutIsTty: boolean;
+  /** How to ask for input; the terminal (@clack/prompts, stdin) unless a test supplies one. */
+  prompter?: Prompter;
 }
 
 /** What every command's run function gets: output, paths, and a lazily connected daemon client. */
@@ -46,6 +49,10 @@ export class CliContext {
       verbose: Boolean(options.verbose),
       stderr: io.stderr,
     });
+  }
+
+  get prompter(): Prompter {
+    return this.io.prompter ?? terminalPrompter;
   }
 
   get baseUrl(): string {

@@ -1,21 +1,13 @@
 import { CommanderError } from "commander";
 import { ERROR_CATALOGUE, InvalidInputError, SvcError, UnexpectedError } from "../core/errors.ts";
+import type { CliIo } from "./context.ts";
 import { Output } from "./output.ts";
 import { buildProgram } from "./program.ts";
 
 const COMMANDER_SUCCESS = new Set(["commander.helpDisplayed", "commander.version", "commander.help"]);
 
 /** Runs `svc` with `argv` (without node and script) and returns the exit code. */
-export async function main(
-  argv: string[],
-  io = {
-    stdout: (text: string) => void process.stdout.write(text),
-    stderr: (text: string) => void process.stderr.write(text),
-    env: process.env,
-    stdinIsTty: Boolean(process.stdin.isTTY),
-    stdoutIsTty: Boolean(process.stdout.isTTY),
-  },
-): Promise<number> {
+export async function main(argv: string[], io: CliIo = processIo()): Promise<number> {
   const handle = buildProgram(io);
   const json = argv.includes("--json");
   try {
@@ -36,6 +28,21 @@ export async function main(
     out.error(error);
     return error.exitCode;
   }
+}
+
+/** The real process's streams. A closed stdout (`svc provider list | head -1`) ends the process quietly. */
+function processIo(): CliIo {
+  process.stdout.on("error", (error: NodeJS.ErrnoException) => {
+    if (error.code === "EPIPE") process.exit(process.exitCode ?? 0);
+    throw error;
+  });
+  return {
+    stdout: (text: string) => void process.stdout.write(text),
+    stderr: (text: string) => void process.stderr.write(text),
+    env: process.env,
+    stdinIsTty: Boolean(process.stdin.isTTY),
+    stdoutIsTty: Boolean(process.stdout.isTTY),
+  };
 }
 
 function describe(error: unknown): string {

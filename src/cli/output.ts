@@ -36,6 +36,17 @@ export class Output {
     this.#stderr(`${text}\n`);
   }
 
+  /** A summary line above data rows (stdout): suppressed by `--quiet` and `--json`, unlike the rows. */
+  header(text: string): void {
+    if (this.options.quiet || this.options.json) return;
+    this.#stdout(`${text}\n`);
+  }
+
+  /** Something the person must see to go on (a link to open): stderr, even with `--quiet` or `--json`. */
+  notice(text: string): void {
+    this.#stderr(`${text}\n`);
+  }
+
   warn(text: string): void {
     this.#stderr(`${this.colors.yellow("warning:")} ${text}\n`);
   }

@@ -2,8 +2,11 @@ import { Command } from "commander";
 import { VERSION } from "../core/version.ts";
 import { registerAgentCommands } from "./commands/agent.ts";
 import { registerCompletionCommand } from "./commands/completion.ts";
+import { registerConnectionsCommands } from "./commands/connections.ts";
 import { registerDaemonCommands } from "./commands/daemon.ts";
 import { registerDoctorCommand } from "./commands/doctor.ts";
+import { registerLoginCommands } from "./commands/login.ts";
+import { registerProviderCommands } from "./commands/provider.ts";
 import { registerWhoamiCommand } from "./commands/whoami.ts";
 import { CliContext, type CliIo, type GlobalOptions } from "./context.ts";
 
@@ -42,6 +45,9 @@ export function buildProgram(io: CliIo): ProgramHandle {
     exitCode = code;
   });
   registerAgentCommands(program, contextFor);
+  registerLoginCommands(program, contextFor);
+  registerProviderCommands(program, contextFor);
+  registerConnectionsCommands(program, contextFor);
   registerCompletionCommand(program, io.stdout);
 
   for (const command of allCommands(program))

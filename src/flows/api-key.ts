@@ -34,7 +34,7 @@ export function checkApiKey(
   if (pattern && !new RegExp(pattern).test(key)) {
     const hint = provider.api_key?.key_pattern_hint;
     throw new InvalidInputError(
-      `that does not look like an API key for ${provider.display_name}${hint ? ` (${hint})` : ""}`,
+      `that does not look like an API key for ${provider.display_name}${hint ? `; expected format: ${hint}` : ""}`,
     );
   }
   return key;

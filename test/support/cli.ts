@@ -13,6 +13,18 @@ export interface CliResult {
   stderr: string;
 }
 
+/** A CLI process started with `SvcSandbox.start`. */
+export interface RunningCli {
+  pid: number | undefined;
+  /** What it printed so far. */
+  output: { stdout: string; stderr: string };
+  /** Its exit code and complete output. */
+  result: Promise<CliResult>;
+  /** Resolves with the first match of `pattern` in the stream (rejects if it exits first). */
+  waitFor(stream: "stdout" | "stderr", pattern: RegExp, timeoutMs?: number): Promise<RegExpMatchArray>;
+  kill(signal?: NodeJS.Signals): void;
+}
+
 /** A free loopback port (the kernel picks it; we release it for the daemon to take). */
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -59,27 +71,70 @@ export class SvcSandbox {
     args: string[],
     options: { env?: NodeJS.ProcessEnv; input?: string; timeoutMs?: number } = {},
   ): Promise<CliResult> {
-    return new Promise((resolve, reject) => {
-      const child = spawn(process.execPath, [SVC_BIN, ...args], {
-        env: { ...this.env, ...options.env },
-        stdio: ["pipe", "pipe", "pipe"],
-      });
-      let stdout = "";
-      let stderr = "";
-      child.stdout.on("data", (chunk: Buffer) => {
-        stdout += chunk.toString();
-      });
-      child.stderr.on("data", (chunk: Buffer) => {
-        stderr += chunk.toString();
-      });
+    return this.start(args, options).result;
+  }
+
+  /**
+   * Starts the CLI without waiting for it: for commands that print something the test acts on
+   * while they wait (e.g. `login --browser` printing its link). stdin is ended with `input`.
+   */
+  start(
+    args: string[],
+    options: { env?: NodeJS.ProcessEnv; input?: string; timeoutMs?: number } = {},
+  ): RunningCli {
+    const child = spawn(process.execPath, [SVC_BIN, ...args], {
+      env: { ...this.env, ...options.env },
+      stdio: ["pipe", "pipe", "pipe"],
+    });
+    const output = { stdout: "", stderr: "" };
+    const listeners = new Set<() => void>();
+    const changed = () => {
+      for (const listener of listeners) listener();
+    };
+    child.stdout.on("data", (chunk: Buffer) => {
+      output.stdout += chunk.toString();
+      changed();
+    });
+    child.stderr.on("data", (chunk: Buffer) => {
+      output.stderr += chunk.toString();
+      changed();
+    });
+    const result = new Promise<CliResult>((resolve, reject) => {
       const timer = setTimeout(() => child.kill("SIGKILL"), options.timeoutMs ?? 30_000);
       child.on("error", reject);
       child.on("close", (code, signal) => {
         clearTimeout(timer);
-        resolve({ code: code ?? (signal ? 128 : 1), stdout, stderr });
+        resolve({ code: code ?? (signal ? 128 : 1), ...output });
+        changed();
       });
-      child.stdin.end(options.input ?? "");
     });
+    child.stdin.end(options.input ?? "");
+    const waitFor = (stream: "stdout" | "stderr", pattern: RegExp, timeoutMs = 15_000) =>
+      new Promise<RegExpMatchArray>((resolve, reject) => {
+        const check = () => {
+          const match = output[stream].match(pattern);
+          if (match) {
+            finish();
+            resolve(match);
+          } else if (child.exitCode !== null || child.signalCode !== null) {
+            finish();
+            reject(
+              new Error(`svc exited before ${stream} matched ${pattern}: ${output.stderr}${output.stdout}`),
+            );
+          }
+        };
+        const timer = setTimeout(() => {
+          finish();
+          reject(new Error(`${stream} did not match ${pattern} within ${timeoutMs} ms: ${output[stream]}`));
+        }, timeoutMs);
+        const finish = () => {
+          clearTimeout(timer);
+          listeners.delete(check);
+        };
+        listeners.add(check);
+        check();
+      });
+    return { pid: child.pid, output, result, waitFor, kill: (signal) => child.kill(signal) };
   }
 
   async json<T = Record<string, unknown>>(args: string[]): Promise<T> {
@@ -109,4 +164,94 @@ export class SvcSandbox {
     walk(this.home);
     return found;
   }
+}
+
+/** Runs `task` over `items` with at most `limit` in flight; results keep the items' order. */
+export async function mapConcurrently<T, R>(
+  items: readonly T[],
+  limit: number,
+  task: (item: T, index: number) => Promise<R>,
+): Promise<R[]> {
+  const results: R[] = new Array(items.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const index = next++;
+      results[index] = await task(items[index]!, index);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return results;
+}
+
+/**
+ * Does what a browser does with the daemon's API-key page: loads it, takes the hidden `token` and
+ * `csrf` inputs, and posts the form (urlencoded, with the daemon's Origin). Returns the answer page.
+ */
+export async function submitApiKeyPage(
+  pageUrl: string,
+  apiKey: string,
+): Promise<{ status: number; html: string }> {
+  const page = await fetch(pageUrl);
+  const html = await page.text();
+  if (page.status !== 200) throw new Error(`the key page answered ${page.status}: ${html}`);
+  const hidden = (name: string) => {
+    const match = new RegExp(`<input type="hidden" name="${name}" value="([^"]*)"`).exec(html);
+    if (!match) throw new Error(`no hidden ${name} input on the key page`);
+    return match[1]!.replaceAll("&amp;", "&");
+  };
+  const action = /<form method="post" action="([^"]+)"/.exec(html)?.[1];
+  if (!action) throw new Error("no form on the key page");
+  const origin = new URL(pageUrl).origin;
+  const answer = await fetch(new URL(action.replaceAll("&amp;", "&"), origin), {
+    method: "POST",
+    headers: { "content-type": "application/x-www-form-urlencoded", origin },
+    body: new URLSearchParams({ token: hidden("token"), csrf: hidden("csrf"), api_key: apiKey }).toString(),
+  });
+  return { status: answer.status, html: await answer.text() };
+}
+
+/** Answers for `runInProcess`'s prompter, in order: a string for a secret, a boolean for a confirm, undefined to cancel. */
+export type PromptAnswer = string | boolean | undefined;
+
+/**
+ * Runs `main()` in this process against the sandbox's daemon, as if stdin were a terminal (unless
+ * `stdinIsTty: false`), with scripted prompt answers: for the interactive paths a spawned CLI
+ * cannot reach without a pseudo-terminal. `asked` lists the prompts shown.
+ */
+export async function runInProcess(
+  sandbox: SvcSandbox,
+  args: string[],
+  options: { answers?: PromptAnswer[]; stdinIsTty?: boolean; stdin?: string } = {},
+): Promise<CliResult & { asked: string[] }> {
+  const { main } = await import("../../src/cli/main.ts");
+  const answers = [...(options.answers ?? [])];
+  const asked: string[] = [];
+  const take = (message: string, kind: "string" | "boolean") => {
+    asked.push(message);
+    if (answers.length === 0) throw new Error(`unexpected prompt: ${message}`);
+    const answer = answers.shift();
+    if (answer !== undefined && typeof answer !== kind)
+      throw new Error(`expected a ${kind} answer for: ${message}`);
+    return answer;
+  };
+  let stdout = "";
+  let stderr = "";
+  const code = await main(args, {
+    stdout: (text) => {
+      stdout += text;
+    },
+    stderr: (text) => {
+      stderr += text;
+    },
+    env: sandbox.env,
+    stdinIsTty: options.stdinIsTty ?? true,
+    stdoutIsTty: false,
+    prompter: {
+      secret: async (message) => take(message, "string") as string | undefined,
+      confirm: async (message) => take(message, "boolean") as boolean | undefined,
+      readLine: async () => options.stdin ?? "",
+    },
+  });
+  return { code, stdout, stderr, asked };
 }
