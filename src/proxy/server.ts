@@ -1,0 +1,403 @@
+/**
+ * The proxy's transport: an HTTP proxy on 127.0.0.1 that tunnels CONNECT byte for byte, or, for
+ * the hosts the policy claims, terminates TLS with a leaf of the svc CA and forwards each request
+ * upstream over verified TLS with keep-alive, streaming both ways. It knows nothing of providers or
+ * credentials: the policy says what to intercept and which headers to set (mitmproxy's addon model).
+ */
+import http from "node:http";
+import https from "node:https";
+import net from "node:net";
+import type { Duplex, Readable } from "node:stream";
+import { pipeline } from "node:stream";
+import tls from "node:tls";
+import { scrubbedBody, scrubHeaders } from "./scrub.ts";
+
+export interface Target {
+  host: string;
+  port: number;
+}
+
+export interface InterceptedRequest {
+  method: string;
+  /** The host the client asked for (CONNECT target), lower case. */
+  host: string;
+  port: number;
+  /** Path and query as the client sent them. */
+  path: string;
+  headers: http.IncomingHttpHeaders;
+}
+
+export interface Outcome {
+  /** Upstream status, or the status the proxy answered itself. */
+  status?: number;
+  /** Why no upstream answer arrived. */
+  error?: string;
+  durationMs: number;
+}
+
+export type RequestPlan =
+  | {
+      kind: "forward";
+      /** Headers to set, replacing any the client sent under the same name. */
+      setHeaders?: Record<string, string>;
+      /** Values the client must never see: replaced in response headers and bodies. */
+      secrets?: readonly string[];
+      done?: (outcome: Outcome) => void;
+    }
+  | { kind: "respond"; status: number; body: string; done?: (outcome: Outcome) => void };
+
+export interface ProxyPolicy {
+  /** Whether CONNECTs to this host are intercepted (else tunnelled untouched). */
+  intercept(host: string, port: number): boolean;
+  /** What to do with one intercepted request (or WebSocket handshake). */
+  plan(request: InterceptedRequest): Promise<RequestPlan>;
+}
+
+export interface CertificateSource {
+  secureContextFor(servername: string): Promise<tls.SecureContext>;
+}
+
+export interface ProxyServerOptions {
+  policy: ProxyPolicy;
+  certificates: CertificateSource;
+  /** Where to really connect for a host and port (SVC_PROXY_CONNECT_TO); identity by default. */
+  connectTo?: (host: string, port: number) => Target;
+}
+
+/** Headers that describe one hop, not the message (RFC 9110 section 7.6.1), plus proxy credentials. */
+const HOP_BY_HOP = new Set([
+  "connection",
+  "proxy-connection",
+  "keep-alive",
+  "te",
+  "trailer",
+  "transfer-encoding",
+  "upgrade",
+  "proxy-authorization",
+  "proxy-authenticate",
+]);
+
+/** What a request carrying a secret may accept: encodings the scrubber can decode. */
+const SCRUBBABLE_ENCODINGS = "gzip, deflate, br";
+
+function forwardableHeaders(
+  headers: http.IncomingHttpHeaders,
+  set: Record<string, string> | undefined,
+): http.OutgoingHttpHeaders {
+  const out: http.OutgoingHttpHeaders = {};
+  const listed = new Set(
+    String(headers.connection ?? "")
+      .split(",")
+      .map((name) => name.trim().toLowerCase()),
+  );
+  for (const [name, value] of Object.entries(headers)) {
+    if (value === undefined || HOP_BY_HOP.has(name) || listed.has(name)) continue;
+    out[name] = value;
+  }
+  for (const [name, value] of Object.entries(set ?? {})) out[name.toLowerCase()] = value;
+  return out;
+}
+
+function parseAuthority(authority: string, defaultPort: number): Target | undefined {
+  const match = /^(?:\[([^\]]+)\]|([^:]+))(?::(\d{1,5}))?$/.exec(authority);
+  if (!match) return undefined;
+  const port = match[3] ? Number(match[3]) : defaultPort;
+  if (port < 1 || port > 65_535) return undefined;
+  return { host: (match[1] ?? match[2]!).toLowerCase(), port };
+}
+
+function proxyError(message: string): string {
+  return `${JSON.stringify({ error: "svc_proxy", message })}\n`;
+}
+
+export class ProxyServer {
+  readonly #policy: ProxyPolicy;
+  readonly #certificates: CertificateSource;
+  readonly #connectTo: (host: string, port: number) => Target;
+  readonly #outer: http.Server;
+  /** Serves the decrypted side of intercepted CONNECTs. */
+  readonly #inner: http.Server;
+  readonly #targets = new WeakMap<net.Socket, Target>();
+  readonly #sockets = new Set<net.Socket>();
+  readonly #agent = new https.Agent({ keepAlive: true, maxSockets: 256, maxFreeSockets: 64 });
+
+  constructor(options: ProxyServerOptions) {
+    this.#policy = options.policy;
+    this.#certificates = options.certificates;
+    this.#connectTo = options.connectTo ?? ((host, port) => ({ host, port }));
+    this.#outer = http.createServer((request, response) => this.#plainHttp(request, response));
+    this.#outer.on("connect", (request, socket, head) => {
+      this.#connect(request, socket as net.Socket, head).catch(() => socket.destroy());
+    });
+    this.#outer.on("connection", (socket: net.Socket) => this.#track(socket));
+    this.#inner = http.createServer((request, response) => {
+      this.#intercepted(request, response).catch(() => response.destroy());
+    });
+    this.#inner.on("upgrade", (request, socket, head) => {
+      this.#upgrade(request, socket as net.Socket, head).catch(() => socket.destroy());
+    });
+    // Idle keep-alive connections from the child are its business; never time them out early.
+    this.#inner.keepAliveTimeout = 60_000;
+  }
+
+  #track(socket: net.Socket): void {
+    this.#sockets.add(socket);
+    socket.once("close", () => this.#sockets.delete(socket));
+  }
+
+  /** Listens on 127.0.0.1 (an ephemeral port unless given); returns the proxy URL. */
+  listen(port = 0): Promise<string> {
+    return new Promise((resolve, reject) => {
+      this.#outer.once("error", reject);
+      this.#outer.listen(port, "127.0.0.1", () => {
+        this.#outer.off("error", reject);
+        const address = this.#outer.address() as net.AddressInfo;
+        resolve(`http://127.0.0.1:${address.port}`);
+      });
+    });
+  }
+
+  async close(): Promise<void> {
+    const closed = new Promise<void>((resolve) => this.#outer.close(() => resolve()));
+    for (const socket of this.#sockets) socket.destroy();
+    this.#inner.close();
+    this.#agent.destroy();
+    await closed;
+  }
+
+  async #connect(request: http.IncomingMessage, socket: net.Socket, head: Buffer): Promise<void> {
+    const target = parseAuthority(request.url ?? "", 443);
+    if (!target) {
+      socket.end("HTTP/1.1 400 Bad Request\r\n\r\n");
+      return;
+    }
+    if (!this.#policy.intercept(target.host, target.port)) {
+      this.#tunnel(socket, target, head);
+      return;
+    }
+    const secureContext = await this.#certificates.secureContextFor(target.host);
+    socket.write("HTTP/1.1 200 Connection Established\r\n\r\n");
+    if (head.length > 0) socket.unshift(head);
+    const secure = new tls.TLSSocket(socket, {
+      isServer: true,
+      secureContext,
+      ALPNProtocols: ["http/1.1"],
+      SNICallback: (servername, callback) => {
+        this.#certificates.secureContextFor(servername.toLowerCase()).then(
+          (context) => callback(null, context),
+          (error: Error) => callback(error, undefined),
+        );
+      },
+    });
+    secure.on("error", () => secure.destroy());
+    this.#targets.set(secure, target);
+    this.#track(secure);
+    this.#inner.emit("connection", secure);
+  }
+
+  /** Not intercepted: a byte-for-byte TCP tunnel; the child sees the upstream's own certificate. */
+  #tunnel(socket: net.Socket, target: Target, head: Buffer): void {
+    const real = this.#connectTo(target.host, target.port);
+    const upstream = net.connect(real.port, real.host);
+    let established = false;
+    upstream.once("connect", () => {
+      established = true;
+      socket.write("HTTP/1.1 200 Connection Established\r\n\r\n");
+      if (head.length > 0) upstream.write(head);
+      socket.pipe(upstream);
+      upstream.pipe(socket);
+    });
+    upstream.on("error", () => {
+      if (!established) socket.end("HTTP/1.1 502 Bad Gateway\r\ncontent-length: 0\r\n\r\n");
+      else socket.destroy();
+    });
+    socket.on("error", () => upstream.destroy());
+    socket.once("close", () => upstream.destroy());
+    upstream.once("close", () => socket.destroy());
+  }
+
+  #describe(request: http.IncomingMessage): InterceptedRequest {
+    const target = this.#targets.get(request.socket as net.Socket);
+    if (!target) throw new Error("intercepted request without a CONNECT target");
+    return {
+      method: request.method ?? "GET",
+      host: target.host,
+      port: target.port,
+      path: request.url ?? "/",
+      headers: request.headers,
+    };
+  }
+
+  async #intercepted(request: http.IncomingMessage, response: http.ServerResponse): Promise<void> {
+    const started = performance.now();
+    const described = this.#describe(request);
+    const plan = await this.#policy.plan(described);
+    const finish = (outcome: Omit<Outcome, "durationMs">) =>
+      plan.done?.({ ...outcome, durationMs: Math.round(performance.now() - started) });
+    if (plan.kind === "respond") {
+      request.resume();
+      response.writeHead(plan.status, {
+        "content-type": "application/json",
+        "content-length": Buffer.byteLength(plan.body),
+      });
+      response.end(plan.body);
+      finish({ status: plan.status });
+      return;
+    }
+    const real = this.#connectTo(described.host, described.port);
+    const upstream = https.request({
+      host: real.host,
+      port: real.port,
+      servername: net.isIP(described.host) ? undefined : described.host,
+      method: described.method,
+      path: described.path,
+      headers: forwardableHeaders(request.headers, {
+        ...(plan.secrets?.length && request.headers["accept-encoding"]
+          ? { "accept-encoding": SCRUBBABLE_ENCODINGS }
+          : {}),
+        ...plan.setHeaders,
+      }),
+      agent: this.#agent,
+    });
+    upstream.on("response", (upstreamResponse) => {
+      const secrets = plan.secrets ?? [];
+      let headers = upstreamResponse.headers as http.OutgoingHttpHeaders;
+      let body: Readable | Duplex = upstreamResponse;
+      if (secrets.length > 0) {
+        const scrub = scrubbedBody(upstreamResponse.headers["content-encoding"], secrets);
+        if (!scrub.scrubbed) {
+          // A body svc cannot decode could echo the secret unseen: refuse it rather than pass it on.
+          upstreamResponse.resume();
+          const message = `svc proxy cannot inspect a response encoded as "${upstreamResponse.headers["content-encoding"]}"`;
+          const refusal = proxyError(message);
+          response.writeHead(502, {
+            "content-type": "application/json",
+            "content-length": Buffer.byteLength(refusal),
+          });
+          response.end(refusal);
+          finish({ status: 502, error: message });
+          return;
+        }
+        headers = scrubHeaders(upstreamResponse.headers, secrets) as http.OutgoingHttpHeaders;
+        // A scrubbed body may change length, and a decoded one is sent as identity.
+        delete headers["content-length"];
+        if (scrub.contentEncoding === undefined) delete headers["content-encoding"];
+        body = upstreamResponse.pipe(scrub.transform);
+        upstreamResponse.on("error", (error) => scrub.transform.destroy(error));
+      }
+      for (const name of Object.keys(headers)) if (HOP_BY_HOP.has(name)) delete headers[name];
+      response.writeHead(upstreamResponse.statusCode ?? 502, headers);
+      pipeline(body, response, (error) => {
+        finish({ status: upstreamResponse.statusCode, ...(error ? { error: error.message } : {}) });
+      });
+    });
+    upstream.on("error", (error) => {
+      if (!response.headersSent) {
+        const body = proxyError(
+          `svc proxy could not reach ${described.host}:${described.port}: ${error.message}`,
+        );
+        response.writeHead(502, {
+          "content-type": "application/json",
+          "content-length": Buffer.byteLength(body),
+        });
+        response.end(body);
+        finish({ status: 502, error: error.message });
+      } else {
+        response.destroy(error);
+        finish({ error: error.message });
+      }
+    });
+    pipeline(request, upstream, () => {});
+  }
+
+  /** A WebSocket (or other) upgrade: the handshake gets the planned headers, then bytes flow both ways. */
+  async #upgrade(request: http.IncomingMessage, socket: net.Socket, head: Buffer): Promise<void> {
+    const started = performance.now();
+    const described = this.#describe(request);
+    const plan = await this.#policy.plan(described);
+    const finish = (outcome: Omit<Outcome, "durationMs">) =>
+      plan.done?.({ ...outcome, durationMs: Math.round(performance.now() - started) });
+    if (plan.kind === "respond") {
+      socket.end(
+        `HTTP/1.1 ${plan.status} ${http.STATUS_CODES[plan.status] ?? ""}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(plan.body)}\r\nconnection: close\r\n\r\n${plan.body}`,
+      );
+      finish({ status: plan.status });
+      return;
+    }
+    const real = this.#connectTo(described.host, described.port);
+    const upstream = tls.connect({
+      host: real.host,
+      port: real.port,
+      servername: net.isIP(described.host) ? undefined : described.host,
+      ALPNProtocols: ["http/1.1"],
+    });
+    const headers: Record<string, string | string[]> = {};
+    for (const [name, value] of Object.entries(request.headers)) {
+      if (value !== undefined && name !== "proxy-authorization" && name !== "proxy-connection")
+        headers[name] = value;
+    }
+    for (const [name, value] of Object.entries(plan.setHeaders ?? {})) headers[name.toLowerCase()] = value;
+    let connected = false;
+    upstream.once("secureConnect", () => {
+      connected = true;
+      const lines = [`${described.method} ${described.path} HTTP/1.1`];
+      for (const [name, value] of Object.entries(headers)) {
+        for (const item of Array.isArray(value) ? value : [value]) lines.push(`${name}: ${item}`);
+      }
+      upstream.write(`${lines.join("\r\n")}\r\n\r\n`);
+      if (head.length > 0) upstream.write(head);
+      upstream.pipe(socket);
+      socket.pipe(upstream);
+      finish({ status: 101 });
+    });
+    upstream.on("error", (error) => {
+      if (!connected) {
+        socket.end(
+          `HTTP/1.1 502 Bad Gateway\r\ncontent-type: application/json\r\nconnection: close\r\n\r\n${proxyError(error.message)}`,
+        );
+        finish({ status: 502, error: error.message });
+      } else socket.destroy();
+    });
+    socket.on("error", () => upstream.destroy());
+    socket.once("close", () => upstream.destroy());
+  }
+
+  /** Plain-HTTP proxy requests are forwarded untouched: credentials never go over plain HTTP. */
+  #plainHttp(request: http.IncomingMessage, response: http.ServerResponse): void {
+    let url: URL;
+    try {
+      url = new URL(request.url ?? "");
+    } catch {
+      response.writeHead(400, { "content-type": "application/json" });
+      response.end(proxyError("svc proxy: expected an absolute http:// URL"));
+      return;
+    }
+    if (url.protocol !== "http:") {
+      response.writeHead(400, { "content-type": "application/json" });
+      response.end(proxyError("svc proxy: only http:// URLs are proxied directly; use CONNECT for https"));
+      return;
+    }
+    const real = this.#connectTo(url.hostname.replace(/^\[|\]$/g, ""), Number(url.port || 80));
+    const upstream = http.request({
+      host: real.host,
+      port: real.port,
+      method: request.method,
+      path: `${url.pathname}${url.search}`,
+      headers: forwardableHeaders(request.headers, undefined),
+    });
+    upstream.on("response", (upstreamResponse) => {
+      const headers = { ...upstreamResponse.headers };
+      for (const name of Object.keys(headers)) if (HOP_BY_HOP.has(name)) delete headers[name];
+      response.writeHead(upstreamResponse.statusCode ?? 502, headers);
+      pipeline(upstreamResponse, response, () => {});
+    });
+    upstream.on("error", (error) => {
+      if (response.headersSent) response.destroy(error);
+      else {
+        response.writeHead(502, { "content-type": "application/json" });
+        response.end(proxyError(`svc proxy could not reach ${url.host}: ${error.message}`));
+      }
+    });
+    pipeline(request, upstream, () => {});
+  }
+}
