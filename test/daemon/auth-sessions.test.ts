@@ -372,6 +372,24 @@ describe("the browser bridge", () => {
   });
 });
 
+describe("cancel", () => {
+  it("ends a waiting session for its owner only; its page then shows why, and a key is refused", async () => {
+    const session = await start();
+    const other = await t.newIdentity();
+    await expect(other.client.post(`/api/auth/sessions/${session.session_id}/cancel`)).rejects.toBeInstanceOf(
+      NotFoundError,
+    );
+    const cancelled = await t.client.post<AuthSession>(`/api/auth/sessions/${session.session_id}/cancel`);
+    expect(cancelled.status).toBe("cancelled");
+    expect(cancelled.next).toBeUndefined();
+    const page = await openPage(session);
+    expect(page.response.status).toBe(403);
+    expect(page.html).toContain("the login was cancelled");
+    await expect(input(session, openaiKey())).rejects.toBeInstanceOf(OperationNotAllowedError);
+    await expect(stored("openai", session.connection)).rejects.toBeInstanceOf(ConnectionNotFoundError);
+  });
+});
+
 describe("after a daemon restart", () => {
   it("answers an old session id with NotFoundError that mentions the restart", async () => {
     const session = await start();

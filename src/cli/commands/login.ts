@@ -37,10 +37,17 @@ const KEY_ATTEMPTS = 3;
 export async function runLogin(context: CliContext, provider: string, options: LoginOptions): Promise<void> {
   const client = await context.daemon();
   const session = await startSession(context, client, provider, options);
-  const final =
-    options.browser || session.flow !== "api_key"
-      ? await completeInBrowser(context, client, session)
-      : await completeWithKey(context, client, session);
+  let final: AuthSession;
+  try {
+    final =
+      options.browser || session.flow !== "api_key"
+        ? await completeInBrowser(context, client, session)
+        : await completeWithKey(context, client, session);
+  } catch (error) {
+    // Giving up (no key, refused keys, cancelled prompt): the browser link must stop working too.
+    await client.post(`/api/auth/sessions/${segment(session.session_id)}/cancel`).catch(() => undefined);
+    throw error;
+  }
   if (final.status !== "completed") {
     throw errorFromBody(final.error, `the login ended as ${final.status.replaceAll("_", " ")}`);
   }

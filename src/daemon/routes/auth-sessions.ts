@@ -177,6 +177,26 @@ export function authSessionRoutes(context: DaemonContext): FastifyPluginAsyncZod
       },
     );
 
+    app.post(
+      "/api/auth/sessions/:session_id/cancel",
+      {
+        schema: {
+          summary: "Cancel a session that has not finished (only the identity that started it)",
+          description: "Its browser link stops working; a finished session is left as it is.",
+          tags,
+          security: [{ pop: [] }],
+          params: SessionParamsSchema,
+          body: z.unknown().optional(),
+          response: { 200: AuthSessionSchema, ...errors },
+        },
+      },
+      async (request) => {
+        const session = authSessions.forOwner(request.params.session_id, request.caller!.handle);
+        authSessions.cancel(session);
+        return sessionView(session, daemonBaseUrl(context, request));
+      },
+    );
+
     app.get(
       "/api/auth/sessions/:session_id/input",
       {
