@@ -7,6 +7,7 @@ import { registerDaemonCommands } from "./commands/daemon.ts";
 import { registerDoctorCommand } from "./commands/doctor.ts";
 import { registerLoginCommands } from "./commands/login.ts";
 import { registerProviderCommands } from "./commands/provider.ts";
+import { registerRunCommand } from "./commands/run.ts";
 import { registerWhoamiCommand } from "./commands/whoami.ts";
 import { CliContext, type CliIo, type GlobalOptions } from "./context.ts";
 
@@ -36,6 +37,8 @@ export function buildProgram(io: CliIo): ProgramHandle {
     .option("--verbose", "DEBUG logging to stderr")
     .option("--log-file <path>", 'rotating client debug log ("" disables it)')
     .showHelpAfterError("(run with --help for usage)")
+    // `svc run` passes everything after its own options to the child.
+    .enablePositionalOptions()
     .exitOverride()
     .configureOutput({ writeOut: io.stdout, writeErr: io.stderr });
 
@@ -48,6 +51,9 @@ export function buildProgram(io: CliIo): ProgramHandle {
   registerLoginCommands(program, contextFor);
   registerProviderCommands(program, contextFor);
   registerConnectionsCommands(program, contextFor);
+  registerRunCommand(program, contextFor, (code) => {
+    exitCode = code;
+  });
   registerCompletionCommand(program, io.stdout);
 
   for (const command of allCommands(program))

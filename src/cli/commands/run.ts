@@ -1,0 +1,86 @@
+import type { Command } from "commander";
+import { InvalidInputError } from "../../core/errors.ts";
+import { loadOrCreateCa } from "../../proxy/ca.ts";
+import { runChild } from "../../proxy/child.ts";
+import { childEnvironment } from "../../proxy/child-env.ts";
+import { startProxySession } from "../../proxy/proxy-session.ts";
+import type { CliContext } from "../context.ts";
+
+export interface RunOptions {
+  connection?: string[];
+  denyUnmatched?: boolean;
+  printCa?: boolean;
+}
+
+/** `--connection provider:name`, repeatable: the connection to use per provider. */
+function connectionOverrides(values: readonly string[]): Map<string, string> {
+  const overrides = new Map<string, string>();
+  for (const value of values) {
+    const match = /^([a-z0-9][a-z0-9_-]*):([A-Za-z0-9][A-Za-z0-9_.-]*)$/.exec(value);
+    if (!match) throw new InvalidInputError(`--connection takes <provider>:<name>, not "${value}"`);
+    overrides.set(match[1]!, match[2]!);
+  }
+  return overrides;
+}
+
+/**
+ * `svc run -- <command>`: the child's HTTPS goes through the proxy, which injects credentials
+ * for matched hosts; the child's environment holds placeholders only. Returns the child's exit code.
+ */
+export async function runRun(context: CliContext, argv: string[], options: RunOptions): Promise<number> {
+  if (options.printCa) {
+    const ca = await loadOrCreateCa(context.layout.proxy);
+    context.out.line(ca.certPath);
+    return 0;
+  }
+  const [command, ...args] = argv;
+  if (!command) throw new InvalidInputError("name the command to run: svc run -- <command> [args...]");
+  const overrides = connectionOverrides(options.connection ?? []);
+  const client = await context.daemon();
+  const session = await startProxySession({
+    client,
+    proxyDir: context.layout.proxy,
+    env: context.io.env,
+    connections: overrides,
+    denyUnmatched: Boolean(options.denyUnmatched),
+  });
+  context.log.debug("proxy listening", { url: session.url });
+  const { env } = childEnvironment({
+    base: context.io.env,
+    proxyUrl: session.url,
+    caBundlePath: session.caBundlePath,
+    placeholders: session.placeholders,
+  });
+  let code: number;
+  try {
+    code = await runChild(command, args, { env }).exit;
+  } finally {
+    const { dropped } = await session.close();
+    if (dropped > 0)
+      context.out.warn(`${dropped} audit events of this run could not be delivered to the daemon`);
+  }
+  return code;
+}
+
+export function registerRunCommand(
+  program: Command,
+  contextFor: (command: Command) => CliContext,
+  setExit: (code: number) => void,
+): void {
+  program
+    .command("run")
+    .description("Run a command behind the credential-injecting proxy: svc run -- <command> [args...]")
+    .argument("[command...]", "the command and its arguments, after --")
+    .option(
+      "--connection <provider:name>",
+      "use this connection for the provider (repeatable)",
+      (value: string, previous: string[] = []) => [...previous, value],
+    )
+    .option("--deny-unmatched", "answer 403 for a provider's API when it has no connection")
+    .option("--print-ca", "print the path of the proxy CA certificate and exit")
+    .passThroughOptions()
+    .action(async (argv: string[], options: RunOptions, command: Command) => {
+      const code = await runRun(contextFor(command), argv, options);
+      if (code !== 0) setExit(code);
+    });
+}

@@ -1,0 +1,65 @@
+/**
+ * One `svc run`: the proxy with its CA, policy and audit shipping, started around a child.
+ * Composes the transport (server.ts) with the credential policy (injection-policy.ts).
+ */
+import type { ExternalAuditEvent } from "../api/audit.ts";
+import type { DaemonClient } from "../client/daemon-client.ts";
+import { AuditShipper } from "./audit-shipper.ts";
+import { loadOrCreateCa } from "./ca.ts";
+import { writeCaBundle } from "./ca-bundle.ts";
+import { connectTarget, parseConnectTo } from "./connect-to.ts";
+import { InjectionPolicy } from "./injection-policy.ts";
+import { LeafCertificates } from "./leaf-certs.ts";
+import { ProxyServer } from "./server.ts";
+
+export interface ProxySessionOptions {
+  client: DaemonClient;
+  /** `SVC_HOME/proxy`: the CA and the CA bundle. */
+  proxyDir: string;
+  env: NodeJS.ProcessEnv;
+  connections?: ReadonlyMap<string, string>;
+  denyUnmatched?: boolean;
+}
+
+export interface ProxySession {
+  url: string;
+  caBundlePath: string;
+  /** Environment variables the connected providers declare (they get the placeholder). */
+  placeholders: string[];
+  /** Stops the proxy and delivers the queued audit events; reports how many were dropped. */
+  close(): Promise<{ delivered: number; dropped: number }>;
+}
+
+export async function startProxySession(options: ProxySessionOptions): Promise<ProxySession> {
+  const rules = parseConnectTo(options.env.SVC_PROXY_CONNECT_TO);
+  const ca = await loadOrCreateCa(options.proxyDir);
+  const caBundlePath = writeCaBundle(ca, options.proxyDir, options.env);
+  const shipper = new AuditShipper({
+    send: async (events: ExternalAuditEvent[]) => {
+      await options.client.post("/audit/events", { events });
+    },
+  });
+  const policy = new InjectionPolicy({
+    client: options.client,
+    ...(options.connections ? { connections: options.connections } : {}),
+    denyUnmatched: options.denyUnmatched ?? false,
+    audit: (event) => shipper.push(event),
+  });
+  const routes = await policy.load();
+  const server = new ProxyServer({
+    policy,
+    certificates: new LeafCertificates(ca),
+    connectTo: (host, port) => connectTarget(rules, host, port),
+  });
+  const url = await server.listen();
+  const placeholders = [...new Set(routes.filter((r) => r.connections.length > 0).flatMap((r) => r.env))];
+  return {
+    url,
+    caBundlePath,
+    placeholders,
+    async close() {
+      await server.close();
+      return shipper.close();
+    },
+  };
+}

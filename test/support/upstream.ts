@@ -1,0 +1,129 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import https from "node:https";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { gzipSync } from "node:zlib";
+import { WebSocketServer } from "ws";
+import { loadOrCreateCa } from "../../src/proxy/ca.ts";
+import { LeafCertificates } from "../../src/proxy/leaf-certs.ts";
+
+export interface Upstream {
+  port: number;
+  /** The upstream's own CA (PEM file): trust it via NODE_EXTRA_CA_CERTS. */
+  caPath: string;
+  /** SVC_PROXY_CONNECT_TO sending each host's port 443 here. */
+  connectTo(hosts: readonly string[]): string;
+  /** Every request the upstream saw: method, host header, path and headers. */
+  seen: Array<{
+    method: string;
+    host: string;
+    path: string;
+    headers: Record<string, string | string[] | undefined>;
+  }>;
+  close(): Promise<void>;
+}
+
+/**
+ * A local HTTPS API with its own test CA that answers for any host name (SNI):
+ * `/echo` returns the request headers as JSON, `/echo-header` repeats Authorization in a response
+ * header, `/echo-gzip` is `/echo` gzip-encoded, `/status/<code>`, `/bytes?mb=N` streams N MiB,
+ * `/sse` streams three events, and WebSocket upgrades echo messages back.
+ */
+export async function startUpstream(): Promise<Upstream> {
+  const dir = mkdtempSync(join(tmpdir(), "svc-upstream-"));
+  const ca = await loadOrCreateCa(dir);
+  const leaves = new LeafCertificates(ca);
+  const fallback = await leaves.secureContextFor("localhost");
+  const seen: Upstream["seen"] = [];
+  const server = https.createServer(
+    {
+      SNICallback: (name, callback) => {
+        leaves.secureContextFor(name).then(
+          (context) => callback(null, context),
+          (error: Error) => callback(error, undefined),
+        );
+      },
+      secureContext: fallback,
+    } as https.ServerOptions,
+    (request, response) => {
+      const url = new URL(request.url ?? "/", "https://upstream");
+      seen.push({
+        method: request.method ?? "GET",
+        host: request.headers.host ?? "",
+        path: url.pathname,
+        headers: { ...request.headers },
+      });
+      const echo = JSON.stringify({ method: request.method, path: request.url, headers: request.headers });
+      if (url.pathname === "/echo") {
+        request.resume();
+        response.writeHead(200, { "content-type": "application/json" });
+        response.end(echo);
+      } else if (url.pathname === "/echo-header") {
+        response.writeHead(200, { "x-echo-authorization": String(request.headers.authorization ?? "") });
+        response.end("ok");
+      } else if (url.pathname === "/echo-gzip") {
+        response.writeHead(200, { "content-type": "application/json", "content-encoding": "gzip" });
+        response.end(gzipSync(echo));
+      } else if (url.pathname.startsWith("/status/")) {
+        response.writeHead(Number(url.pathname.slice(8)));
+        response.end();
+      } else if (url.pathname === "/bytes") {
+        const total = Number(url.searchParams.get("mb") ?? "1") * 1024 * 1024;
+        const chunk = Buffer.alloc(64 * 1024, 0x61);
+        let sent = 0;
+        response.writeHead(200, { "content-type": "application/octet-stream", "content-length": total });
+        const pump = () => {
+          while (sent < total) {
+            const piece = chunk.subarray(0, Math.min(chunk.length, total - sent));
+            sent += piece.length;
+            if (!response.write(piece)) return void response.once("drain", pump);
+          }
+          response.end();
+        };
+        pump();
+      } else if (url.pathname === "/upload") {
+        let bytes = 0;
+        request.on("data", (chunk: Buffer) => {
+          bytes += chunk.length;
+        });
+        request.on("end", () => {
+          response.writeHead(200, { "content-type": "application/json" });
+          response.end(JSON.stringify({ bytes }));
+        });
+      } else if (url.pathname === "/sse") {
+        response.writeHead(200, { "content-type": "text/event-stream" });
+        let count = 0;
+        const timer = setInterval(() => {
+          response.write(`data: event ${++count}\n\n`);
+          if (count === 3) {
+            clearInterval(timer);
+            response.end();
+          }
+        }, 50);
+      } else {
+        response.writeHead(404);
+        response.end();
+      }
+    },
+  );
+  const sockets = new WebSocketServer({ server });
+  sockets.on("connection", (socket, request) => {
+    socket.send(JSON.stringify({ authorization: request.headers.authorization ?? null }));
+    socket.on("message", (data) => socket.send(data.toString()));
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const port = (server.address() as AddressInfo).port;
+  return {
+    port,
+    caPath: ca.certPath,
+    connectTo: (hosts) => hosts.map((host) => `${host}:443:127.0.0.1:${port}`).join(","),
+    seen,
+    async close() {
+      sockets.close();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
