@@ -37,8 +37,6 @@ export function buildProgram(io: CliIo): ProgramHandle {
     .option("--verbose", "DEBUG logging to stderr")
     .option("--log-file <path>", 'rotating client debug log ("" disables it)')
     .showHelpAfterError("(run with --help for usage)")
-    // `svc run` passes everything after its own options to the child.
-    .enablePositionalOptions()
     .exitOverride()
     .configureOutput({ writeOut: io.stdout, writeErr: io.stderr });
 

@@ -78,7 +78,6 @@ export function registerRunCommand(
     )
     .option("--deny-unmatched", "answer 403 for a provider's API when it has no connection")
     .option("--print-ca", "print the path of the proxy CA certificate and exit")
-    .passThroughOptions()
     .action(async (argv: string[], options: RunOptions, command: Command) => {
       const code = await runRun(contextFor(command), argv, options);
       if (code !== 0) setExit(code);
