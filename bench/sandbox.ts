@@ -45,13 +45,14 @@ export class BenchSandbox {
     }
   }
 
-  /** Runs `node bin/svc.js <args>` synchronously; throws unless it exits 0. */
-  svc(args: string[], extraEnv: NodeJS.ProcessEnv = {}): SpawnSyncReturns<string> {
+  /** Runs `node bin/svc.js <args>` synchronously (with `input` on stdin); throws unless it exits 0. */
+  svc(args: string[], extraEnv: NodeJS.ProcessEnv = {}, input?: string): SpawnSyncReturns<string> {
     const result = spawnSync(process.execPath, [SVC_BIN, ...args], {
       env: { ...this.env, ...extraEnv },
       encoding: "utf8",
-      stdio: ["ignore", "pipe", "pipe"],
-      timeout: 60_000,
+      stdio: [input === undefined ? "ignore" : "pipe", "pipe", "pipe"],
+      ...(input === undefined ? {} : { input }),
+      timeout: 300_000,
     });
     if (result.error) throw result.error;
     if (result.status !== 0) {

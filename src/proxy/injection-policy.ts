@@ -70,6 +70,7 @@ export class InjectionPolicy implements ProxyPolicy {
   #connected = new Set<string>();
   #loadedAt = 0;
   #refreshing: Promise<void> | undefined;
+  readonly #inFlight = new Map<string, Promise<ResolvedCredential>>();
 
   constructor(options: InjectionPolicyOptions) {
     this.#client = options.client;
@@ -142,12 +143,7 @@ export class InjectionPolicy implements ProxyPolicy {
         const connection = this.#connections.get(provider);
         let credential: ResolvedCredential;
         try {
-          credential = await this.#client.post<ResolvedCredential>("/api/credentials/resolve", {
-            host: authority,
-            path: `${url.pathname}${url.search}`,
-            provider,
-            ...(connection ? { connection } : {}),
-          });
+          credential = await this.#resolve(authority, url, provider, connection);
         } catch (raw) {
           const error = raw instanceof SvcError ? raw : new DaemonUnavailableError(String(raw));
           const message =
@@ -167,6 +163,28 @@ export class InjectionPolicy implements ProxyPolicy {
         };
       }
     }
+  }
+
+  /**
+   * Asks the daemon for the credential. Requests that arrive while a resolve for the same
+   * provider, connection and host is in flight share it: each still gets a value fetched after it
+   * arrived, and a burst of N parallel requests costs one round trip instead of N.
+   */
+  #resolve(authority: string, url: URL, provider: string, connection: string | undefined) {
+    const key = `${provider}\u0000${connection ?? ""}\u0000${authority}`;
+    let pending = this.#inFlight.get(key);
+    if (!pending) {
+      pending = this.#client
+        .post<ResolvedCredential>("/api/credentials/resolve", {
+          host: authority,
+          path: `${url.pathname}${url.search}`,
+          provider,
+          ...(connection ? { connection } : {}),
+        })
+        .finally(() => this.#inFlight.delete(key));
+      this.#inFlight.set(key, pending);
+    }
+    return pending;
   }
 
   #record(

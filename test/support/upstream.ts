@@ -1,4 +1,5 @@
 import { mkdtempSync, rmSync } from "node:fs";
+import type { IncomingMessage } from "node:http";
 import https from "node:https";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
@@ -8,19 +9,26 @@ import { WebSocketServer } from "ws";
 import { loadOrCreateCa } from "../../src/proxy/ca.ts";
 import { LeafCertificates } from "../../src/proxy/leaf-certs.ts";
 
+export interface SeenRequest {
+  method: string;
+  host: string;
+  /** The path without the query string. */
+  path: string;
+  /** The path with the query string, as sent. */
+  url: string;
+  headers: Record<string, string | string[] | undefined>;
+  /** A WebSocket (or other) upgrade request. */
+  upgrade?: boolean;
+}
+
 export interface Upstream {
   port: number;
   /** The upstream's own CA (PEM file): trust it via NODE_EXTRA_CA_CERTS. */
   caPath: string;
   /** SVC_PROXY_CONNECT_TO sending each host's port 443 here. */
   connectTo(hosts: readonly string[]): string;
-  /** Every request the upstream saw: method, host header, path and headers. */
-  seen: Array<{
-    method: string;
-    host: string;
-    path: string;
-    headers: Record<string, string | string[] | undefined>;
-  }>;
+  /** Every request the upstream saw (WebSocket handshakes too): method, host header, path and headers. */
+  seen: SeenRequest[];
   close(): Promise<void>;
 }
 
@@ -34,8 +42,17 @@ export async function startUpstream(): Promise<Upstream> {
   const dir = mkdtempSync(join(tmpdir(), "svc-upstream-"));
   const ca = await loadOrCreateCa(dir);
   const leaves = new LeafCertificates(ca);
-  const fallback = await leaves.secureContextFor("localhost");
-  const seen: Upstream["seen"] = [];
+  // Clients that send no SNI (an IP address) get the 127.0.0.1 certificate.
+  const fallback = await leaves.certificateFor("127.0.0.1");
+  const seen: SeenRequest[] = [];
+  const record = (request: IncomingMessage, upgrade = false): SeenRequest => ({
+    method: request.method ?? "GET",
+    host: request.headers.host ?? "",
+    path: new URL(request.url ?? "/", "https://upstream").pathname,
+    url: request.url ?? "/",
+    headers: { ...request.headers },
+    ...(upgrade ? { upgrade } : {}),
+  });
   const server = https.createServer(
     {
       SNICallback: (name, callback) => {
@@ -44,16 +61,12 @@ export async function startUpstream(): Promise<Upstream> {
           (error: Error) => callback(error, undefined),
         );
       },
-      secureContext: fallback,
+      cert: `${fallback.certPem}\n${ca.certPem}`,
+      key: fallback.keyPem,
     } as https.ServerOptions,
     (request, response) => {
       const url = new URL(request.url ?? "/", "https://upstream");
-      seen.push({
-        method: request.method ?? "GET",
-        host: request.headers.host ?? "",
-        path: url.pathname,
-        headers: { ...request.headers },
-      });
+      seen.push(record(request));
       const echo = JSON.stringify({ method: request.method, path: request.url, headers: request.headers });
       if (url.pathname === "/echo") {
         request.resume();
@@ -108,6 +121,7 @@ export async function startUpstream(): Promise<Upstream> {
     },
   );
   const sockets = new WebSocketServer({ server });
+  server.on("upgrade", (request: IncomingMessage) => seen.push(record(request, true)));
   sockets.on("connection", (socket, request) => {
     socket.send(JSON.stringify({ authorization: request.headers.authorization ?? null }));
     socket.on("message", (data) => socket.send(data.toString()));

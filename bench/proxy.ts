@@ -1,0 +1,234 @@
+/**
+ * `npm run bench:proxy`: the same keep-alive HTTPS load (bench/proxy-load.ts) against one local
+ * upstream, three ways: direct; through `svc run` (a credential resolve per request); through
+ * mitmdump with a one-line addon that sets a static header (the reference peer). Concurrency 1 and
+ * 32. Writes bench/results/proxy.json; see docs/performance.md.
+ *
+ * Environment: BENCH_SECONDS (per measurement, default 5), BENCH_WARMUP (default 1).
+ */
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { connect } from "node:net";
+import os from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { startUpstream, type Upstream } from "../test/support/upstream.ts";
+import { BenchSandbox, freePort, SVC_BIN } from "./sandbox.ts";
+
+const RESULTS = fileURLToPath(new URL("./results/", import.meta.url));
+const LOAD = fileURLToPath(new URL("./proxy-load.ts", import.meta.url));
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
+const WARMUP = Number(process.env.BENCH_WARMUP ?? 1);
+const HOST = "api.openai.com";
+const KEY = `sk-bench-${"x".repeat(40)}`;
+
+interface LoadResult {
+  requests: number;
+  failures: number;
+  rps: number;
+  p50_ms: number;
+  p99_ms: number;
+  injected?: number;
+}
+
+function log(line: string): void {
+  process.stderr.write(`bench:proxy: ${line}\n`);
+}
+
+function parseLoad(stdout: string): LoadResult {
+  const line = stdout.trim().split("\n").at(-1) ?? "";
+  return JSON.parse(line) as LoadResult;
+}
+
+/** Runs a child asynchronously (the upstream lives in this process and must keep serving). */
+function runAsync(command: string[], env: NodeJS.ProcessEnv): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command[0]!, command.slice(1), { env, stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (chunk: Buffer) => {
+      stdout += chunk.toString();
+    });
+    child.stderr.on("data", (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    const timer = setTimeout(() => child.kill("SIGKILL"), (SECONDS + WARMUP + 60) * 1000);
+    child.once("error", reject);
+    child.once("close", (code) => {
+      clearTimeout(timer);
+      if (code === 0) resolve(stdout);
+      else reject(new Error(`${command.join(" ")} exited ${code}: ${stderr}`));
+    });
+  });
+}
+
+function loadSpec(url: string, concurrency: number): string {
+  return JSON.stringify({ url, concurrency, seconds: SECONDS, warmupSeconds: WARMUP });
+}
+
+async function load(command: string[], env: NodeJS.ProcessEnv, url: string, concurrency: number) {
+  return parseLoad(await runAsync(command, { ...env, BENCH_LOAD: loadSpec(url, concurrency) }));
+}
+
+/** Counts the upstream requests since the last call that carried `expected` as Authorization. */
+function injectedSince(upstream: Upstream, expected: string): number {
+  const count = upstream.seen.filter((request) => request.headers.authorization === expected).length;
+  upstream.seen.length = 0;
+  return count;
+}
+
+function waitForPort(port: number, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  return new Promise((resolve, reject) => {
+    const attempt = () => {
+      const socket = connect(port, "127.0.0.1");
+      socket.once("connect", () => {
+        socket.destroy();
+        resolve();
+      });
+      socket.once("error", () => {
+        socket.destroy();
+        if (Date.now() > deadline) reject(new Error(`nothing listens on ${port}`));
+        else setTimeout(attempt, 100);
+      });
+    };
+    attempt();
+  });
+}
+
+async function startMitmdump(
+  upstreamPort: number,
+  dir: string,
+): Promise<{ child: ChildProcess; port: number }> {
+  const addon = join(dir, "svc_header.py");
+  // The one-line addon (plus the redirect every proxy here gets via SVC_PROXY_CONNECT_TO).
+  writeFileSync(
+    addon,
+    `def request(flow):\n    flow.request.headers["authorization"] = "Bearer ${KEY}"; flow.request.host = "127.0.0.1"; flow.request.port = ${upstreamPort}\n`,
+  );
+  const port = await freePort();
+  const child = spawn(
+    "mitmdump",
+    [
+      "-q",
+      "--listen-host",
+      "127.0.0.1",
+      "--listen-port",
+      String(port),
+      "--set",
+      `confdir=${dir}`,
+      "--set",
+      "connection_strategy=lazy",
+      "--ssl-insecure",
+      "-s",
+      addon,
+    ],
+    { stdio: "ignore" },
+  );
+  await waitForPort(port);
+  return { child, port };
+}
+
+const upstream = await startUpstream();
+const sandbox = await BenchSandbox.create();
+const mitmDir = mkdtempSync(join(os.tmpdir(), "svc-bench-mitm-"));
+let mitm: { child: ChildProcess; port: number } | undefined;
+const cleanup = () => {
+  mitm?.child.kill("SIGKILL");
+  sandbox.destroy();
+  rmSync(mitmDir, { recursive: true, force: true });
+};
+process.once("SIGINT", () => {
+  cleanup();
+  process.exit(130);
+});
+
+try {
+  const proxyEnv = {
+    NODE_EXTRA_CA_CERTS: upstream.caPath,
+    SVC_PROXY_CONNECT_TO: upstream.connectTo([HOST]),
+  };
+  sandbox.svc(["login", "openai"], proxyEnv, `${KEY}\n`);
+  // The login started the daemon; keep it warm for the measured runs.
+  const node = process.execPath;
+  const directEnv = { PATH: process.env.PATH, NODE_EXTRA_CA_CERTS: upstream.caPath };
+  const proxiedUrl = `https://${HOST}/status/200`;
+  const directUrl = `https://127.0.0.1:${upstream.port}/status/200`;
+
+  let mitmAvailable = spawnSync("mitmdump", ["--version"], { encoding: "utf8" }).status === 0;
+  if (mitmAvailable) {
+    try {
+      mitm = await startMitmdump(upstream.port, mitmDir);
+    } catch (error) {
+      log(`mitmdump did not start (${(error as Error).message}); skipping it`);
+      mitmAvailable = false;
+    }
+  } else log("mitmdump not found (apt-get install mitmproxy); skipping it");
+
+  const results: Record<string, Record<string, LoadResult>> = {};
+  for (const concurrency of [1, 32]) {
+    const row: Record<string, LoadResult> = {};
+    log(`concurrency ${concurrency}: direct`);
+    row.direct = await load([node, LOAD], directEnv, directUrl, concurrency);
+    upstream.seen.length = 0;
+    log(`concurrency ${concurrency}: svc run`);
+    const svcResult = await load(
+      [node, SVC_BIN, "run", "--", node, LOAD],
+      { ...sandbox.env, ...proxyEnv },
+      proxiedUrl,
+      concurrency,
+    );
+    row.svc = { ...svcResult, injected: injectedSince(upstream, `Bearer ${KEY}`) };
+    if (mitm) {
+      log(`concurrency ${concurrency}: mitmdump`);
+      const mitmResult = await load(
+        [node, LOAD],
+        {
+          PATH: process.env.PATH,
+          HTTPS_PROXY: `http://127.0.0.1:${mitm.port}`,
+          NODE_USE_ENV_PROXY: "1",
+          NODE_EXTRA_CA_CERTS: join(mitmDir, "mitmproxy-ca-cert.pem"),
+        },
+        proxiedUrl,
+        concurrency,
+      );
+      row.mitmdump = { ...mitmResult, injected: injectedSince(upstream, `Bearer ${KEY}`) };
+    }
+    results[`c${concurrency}`] = row;
+  }
+
+  const c1 = results.c1!;
+  const c32 = results.c32!;
+  const ratios = {
+    c1_svc_added_p50_ms: Math.round((c1.svc!.p50_ms - c1.direct!.p50_ms) * 1000) / 1000,
+    c32_svc_share_of_direct_rps: Math.round((c32.svc!.rps / c32.direct!.rps) * 100) / 100,
+    ...(c32.mitmdump
+      ? { c32_svc_over_mitmdump_rps: Math.round((c32.svc!.rps / c32.mitmdump.rps) * 10) / 10 }
+      : {}),
+    ...(c1.mitmdump
+      ? { c1_svc_over_mitmdump_rps: Math.round((c1.svc!.rps / c1.mitmdump.rps) * 10) / 10 }
+      : {}),
+  };
+  const report = {
+    generated_at: new Date().toISOString(),
+    machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model.trim(), node: process.version },
+    settings: {
+      seconds: SECONDS,
+      warmup_seconds: WARMUP,
+      request: "GET /status/200, empty body, keep-alive fetch",
+    },
+    results,
+    ratios,
+    targets: {
+      c1_svc_added_p50_ms: "<= 1",
+      c32_svc_share_of_direct_rps: ">= 0.5",
+      c32_svc_over_mitmdump_rps: ">= 10",
+    },
+  };
+  mkdirSync(RESULTS, { recursive: true });
+  writeFileSync(join(RESULTS, "proxy.json"), `${JSON.stringify(report, null, 2)}\n`);
+  process.stdout.write(`${JSON.stringify(ratios, null, 2)}\n`);
+} finally {
+  cleanup();
+  await upstream.close();
+}
