@@ -16,7 +16,8 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import "reflect-metadata";
 import * as x509 from "@peculiar/x509";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { caExpiryWarning, loadOrCreateCa } from "./ca.ts";
+import { loadOrCreateCa } from "./ca.ts";
+import { caExpiryWarning, installedCaWarning } from "./ca-expiry.ts";
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 
@@ -198,5 +199,14 @@ describe("caExpiryWarning", () => {
     expect(caExpiryWarning(ca, at(31))).toBeUndefined();
     expect(caExpiryWarning(ca, at(10))).toContain("(in 10 days)");
     expect(caExpiryWarning(ca, at(-1))).toContain("expired on");
+  });
+
+  it("reads the installed CA without creating one (svc doctor)", async () => {
+    const empty = join(dir, "none");
+    expect(installedCaWarning(empty)).toBeUndefined();
+    expect(existsSync(join(empty, "ca.pem"))).toBe(false);
+    const ca = await loadOrCreateCa(dir);
+    expect(installedCaWarning(dir)).toBeUndefined();
+    expect(installedCaWarning(dir, new Date(ca.notAfter.getTime() - 5 * DAY_MS))).toContain("(in 5 days)");
   });
 });

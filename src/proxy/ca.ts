@@ -33,7 +33,6 @@ const CA_LIFETIME_MS = 730 * DAY_MS;
 export const CLOCK_SKEW_MS = HOUR_MS;
 /** A CA this close to expiry is replaced rather than used: its leaves would barely outlive it. */
 const RENEW_BEFORE_MS = DAY_MS;
-const WARN_BEFORE_MS = 30 * DAY_MS;
 /** Creating a CA takes milliseconds; waiting this long means the lock holder is stuck. */
 const LOCK_TIMEOUT_MS = 10_000;
 const LOCK_POLL_MS = 20;
@@ -86,19 +85,6 @@ export async function loadOrCreateCa(dir: string, options: { now?: Date } = {}):
     await createCa(paths, now);
     return readCa(paths)!;
   });
-}
-
-/** A line for `svc doctor` when the CA has fewer than 30 days left. */
-export function caExpiryWarning(ca: ProxyCa, now: Date = new Date()): string | undefined {
-  const remainingMs = ca.notAfter.getTime() - now.getTime();
-  if (remainingMs >= WARN_BEFORE_MS) return undefined;
-  const expiry = ca.notAfter.toISOString();
-  if (remainingMs <= 0) return `The svc proxy CA ${ca.certPath} expired on ${expiry}.`;
-  const days = Math.ceil(remainingMs / DAY_MS);
-  return (
-    `The svc proxy CA ${ca.certPath} expires on ${expiry} (in ${days} day${days === 1 ? "" : "s"}). ` +
-    "svc replaces it a day before; anything that trusts a copy of ca.pem must then be given the new one."
-  );
 }
 
 /** A fresh P-256 key pair: its PKCS#8 PEM to store, and the WebCrypto keys @peculiar/x509 signs with. */

@@ -1,6 +1,7 @@
 import type { Command } from "commander";
 import type { Health, Readiness } from "../../api/health.ts";
 import { VERSION } from "../../core/version.ts";
+import { installedCaWarning } from "../../proxy/ca-expiry.ts";
 import type { CliContext } from "../context.ts";
 
 /** The spec's six doctor checks, in order. */
@@ -45,7 +46,10 @@ export async function runDoctor(context: CliContext): Promise<number> {
     ok: Object.values(checks).every((check) => check.ok) && issues.length === 0,
     checks,
     issues,
-    warnings: ready.warnings ?? [],
+    warnings: [
+      ...(ready.warnings ?? []),
+      ...[installedCaWarning(context.layout.proxy)].filter((w) => w !== undefined),
+    ],
   };
   if (context.out.options.json) {
     context.out.json(report);

@@ -28,6 +28,13 @@ function connectionOverrides(values: readonly string[]): Map<string, string> {
  * for matched hosts; the child's environment holds placeholders only. Returns the child's exit code.
  */
 export async function runRun(context: CliContext, argv: string[], options: RunOptions): Promise<number> {
+  // Loaded here, not at start-up: the certificate library would slow every other command.
+  const [{ loadOrCreateCa }, { startProxySession }, { childEnvironment }, { runChild }] = await Promise.all([
+    import("../../proxy/ca.ts"),
+    import("../../proxy/proxy-session.ts"),
+    import("../../proxy/child-env.ts"),
+    import("../../proxy/child.ts"),
+  ]);
   if (options.printCa) {
     const ca = await loadOrCreateCa(context.layout.proxy);
     context.out.line(ca.certPath);
