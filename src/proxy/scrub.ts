@@ -48,6 +48,25 @@ export function scrubHeaders<H extends http.IncomingHttpHeaders | HeaderValues>(
   return scrubbed as H;
 }
 
+/**
+ * A function returning `data` with every secret's UTF-8 bytes replaced by PLACEHOLDER (leftmost,
+ * then longest, as SecretScrubber), or `data` itself when none occurs: for whole messages in memory.
+ */
+export function bufferScrubber(secrets: readonly string[]): (data: Buffer) => Buffer {
+  const usable = searchable(secrets);
+  if (usable.length === 0) return (data) => data;
+  // latin1 maps each byte to one character, so this pattern matches the secrets' bytes exactly.
+  const pattern = new RegExp(
+    usable.map((secret) => escapeRegExp(Buffer.from(secret).toString("latin1"))).join("|"),
+    "g",
+  );
+  return (data) => {
+    const text = data.toString("latin1");
+    const scrubbed = text.replace(pattern, PLACEHOLDER);
+    return scrubbed === text ? data : Buffer.from(scrubbed, "latin1");
+  };
+}
+
 function escapeRegExp(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 }

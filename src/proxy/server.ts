@@ -11,6 +11,7 @@ import type { Duplex, Readable } from "node:stream";
 import { pipeline } from "node:stream";
 import tls from "node:tls";
 import { scrubbedBody, scrubHeaders } from "./scrub.ts";
+import { UpgradeResponseScrubber } from "./upgrade-scrub.ts";
 
 export interface Target {
   host: string;
@@ -337,6 +338,9 @@ export class ProxyServer {
         headers[name] = value;
     }
     for (const [name, value] of Object.entries(plan.setHeaders ?? {})) headers[name.toLowerCase()] = value;
+    const secrets = plan.secrets ?? [];
+    // Frames are scrubbed as literal bytes: no compression extension may be negotiated.
+    if (secrets.length > 0) delete headers["sec-websocket-extensions"];
     let connected = false;
     upstream.once("secureConnect", () => {
       connected = true;
@@ -346,7 +350,14 @@ export class ProxyServer {
       }
       upstream.write(`${lines.join("\r\n")}\r\n\r\n`);
       if (head.length > 0) upstream.write(head);
-      upstream.pipe(socket);
+      if (secrets.length > 0) {
+        const scrubber = new UpgradeResponseScrubber(secrets);
+        scrubber.on("error", () => {
+          socket.destroy();
+          upstream.destroy();
+        });
+        upstream.pipe(scrubber).pipe(socket);
+      } else upstream.pipe(socket);
       socket.pipe(upstream);
       finish({ status: 101 });
     });

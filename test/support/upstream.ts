@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import type { IncomingMessage } from "node:http";
 import https from "node:https";
@@ -36,7 +37,9 @@ export interface Upstream {
  * A local HTTPS API with its own test CA that answers for any host name (SNI):
  * `/echo` returns the request headers as JSON, `/echo-header` repeats Authorization in a response
  * header, `/echo-gzip` is `/echo` gzip-encoded, `/status/<code>`, `/bytes?mb=N` streams N MiB,
- * `/sse` streams three events, and WebSocket upgrades echo messages back.
+ * `/upload` answers the byte count and SHA-256 of the request body, `/sse?n=N&ms=M` streams N
+ * events (default 3) M ms apart (default 50), and a WebSocket upgrade first sends the handshake's
+ * Authorization as JSON, then echoes messages back.
  */
 export async function startUpstream(): Promise<Upstream> {
   const dir = mkdtempSync(join(tmpdir(), "svc-upstream-"));
@@ -97,23 +100,30 @@ export async function startUpstream(): Promise<Upstream> {
         pump();
       } else if (url.pathname === "/upload") {
         let bytes = 0;
+        const hash = createHash("sha256");
         request.on("data", (chunk: Buffer) => {
           bytes += chunk.length;
+          hash.update(chunk);
         });
         request.on("end", () => {
           response.writeHead(200, { "content-type": "application/json" });
-          response.end(JSON.stringify({ bytes }));
+          response.end(JSON.stringify({ bytes, sha256: hash.digest("hex") }));
         });
       } else if (url.pathname === "/sse") {
+        const events = Math.min(Number(url.searchParams.get("n") ?? "3"), 1000);
         response.writeHead(200, { "content-type": "text/event-stream" });
         let count = 0;
-        const timer = setInterval(() => {
-          response.write(`data: event ${++count}\n\n`);
-          if (count === 3) {
-            clearInterval(timer);
-            response.end();
-          }
-        }, 50);
+        const timer = setInterval(
+          () => {
+            response.write(`data: event ${++count}\n\n`);
+            if (count >= events) {
+              clearInterval(timer);
+              response.end();
+            }
+          },
+          Number(url.searchParams.get("ms") ?? "50"),
+        );
+        response.once("close", () => clearInterval(timer));
       } else {
         response.writeHead(404);
         response.end();

@@ -1,9 +1,5 @@
 import type { Command } from "commander";
 import { InvalidInputError } from "../../core/errors.ts";
-import { loadOrCreateCa } from "../../proxy/ca.ts";
-import { runChild } from "../../proxy/child.ts";
-import { childEnvironment } from "../../proxy/child-env.ts";
-import { startProxySession } from "../../proxy/proxy-session.ts";
 import type { CliContext } from "../context.ts";
 
 export interface RunOptions {
