@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { type ChildEnvironmentOptions, childEnvironment, PLACEHOLDER_VALUE } from "./child-env.ts";
+import { type ChildEnvironmentOptions, childEnvironment } from "./child-env.ts";
+import { PLACEHOLDER } from "./scrub.ts";
 
 const PROXY_URL = "http://127.0.0.1:41234";
 const CA_BUNDLE = "/tmp/svc-run/ca-bundle.pem";
@@ -76,8 +77,8 @@ describe("childEnvironment", () => {
       base: { OPENAI_API_KEY: "sk-proj-real-key-from-the-parent" },
       placeholders: ["OPENAI_API_KEY", "ANTHROPIC_API_KEY"],
     });
-    expect(env.OPENAI_API_KEY).toBe(PLACEHOLDER_VALUE);
-    expect(env.ANTHROPIC_API_KEY).toBe(PLACEHOLDER_VALUE);
+    expect(env.OPENAI_API_KEY).toBe(PLACEHOLDER);
+    expect(env.ANTHROPIC_API_KEY).toBe(PLACEHOLDER);
   });
 
   it("replaces every variable holding a secret, whole or inside a longer value, and names them", () => {
@@ -90,8 +91,8 @@ describe("childEnvironment", () => {
       },
       secrets: [secret],
     });
-    expect(env.GITHUB_TOKEN).toBe(PLACEHOLDER_VALUE);
-    expect(env.GIT_REMOTE).toBe(PLACEHOLDER_VALUE);
+    expect(env.GITHUB_TOKEN).toBe(PLACEHOLDER);
+    expect(env.GIT_REMOTE).toBe(PLACEHOLDER);
     expect(env.EDITOR).toBe("vim");
     expect(replaced).toEqual(["GITHUB_TOKEN", "GIT_REMOTE"]);
   });
@@ -103,7 +104,7 @@ describe("childEnvironment", () => {
       placeholders: ["OPENAI_API_KEY"],
       secrets: [secret],
     });
-    expect(env.OPENAI_API_KEY).toBe(PLACEHOLDER_VALUE);
+    expect(env.OPENAI_API_KEY).toBe(PLACEHOLDER);
     expect(replaced).toEqual(["OPENAI_API_KEY"]);
   });
 

@@ -4,8 +4,7 @@
  * none of svc's own secrets left for the command to read.
  */
 
-/** What a placeholder variable holds: recognisable, and useless as a key. */
-export const PLACEHOLDER_VALUE = "svc-proxy-managed";
+import { PLACEHOLDER } from "./scrub.ts";
 
 /** Both spellings: curl reads only lower-case http_proxy, other clients read either. */
 const PROXY_VARIABLES = ["HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"];
@@ -63,7 +62,7 @@ export function childEnvironment(options: ChildEnvironmentOptions): ChildEnviron
   for (const name of [...SVC_SECRET_VARIABLES, ...BYPASS_VARIABLES]) delete env[name];
   const replaced = replaceSecretValues(env, options.secrets ?? []);
   // A real key inherited under a provider's variable would bypass the proxy: the placeholder wins.
-  for (const name of options.placeholders) env[name] = PLACEHOLDER_VALUE;
+  for (const name of options.placeholders) env[name] = PLACEHOLDER;
 
   const noProxy = noProxyList(env).join(",");
   for (const name of PROXY_VARIABLES) env[name] = options.proxyUrl;
@@ -80,7 +79,7 @@ function replaceSecretValues(env: NodeJS.ProcessEnv, secrets: readonly string[])
   const replaced: string[] = [];
   for (const [name, value] of Object.entries(env)) {
     if (value !== undefined && needles.some((secret) => value.includes(secret))) {
-      env[name] = PLACEHOLDER_VALUE;
+      env[name] = PLACEHOLDER;
       replaced.push(name);
     }
   }

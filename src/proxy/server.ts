@@ -229,12 +229,28 @@ export class ProxyServer {
     };
   }
 
-  async #intercepted(request: http.IncomingMessage, response: http.ServerResponse): Promise<void> {
+  /** Describes an intercepted request, asks the policy, and times it for the plan's `done`. */
+  async #plan(request: http.IncomingMessage) {
     const started = performance.now();
     const described = this.#describe(request);
     const plan = await this.#policy.plan(described);
     const finish = (outcome: Omit<Outcome, "durationMs">) =>
       plan.done?.({ ...outcome, durationMs: Math.round(performance.now() - started) });
+    return { described, plan, finish };
+  }
+
+  /** Where to connect for a request (SVC_PROXY_CONNECT_TO applied); TLS is checked against its own host. */
+  #upstreamAddress(described: InterceptedRequest) {
+    const real = this.#connectTo(described.host, described.port);
+    return {
+      host: real.host,
+      port: real.port,
+      servername: net.isIP(described.host) ? undefined : described.host,
+    };
+  }
+
+  async #intercepted(request: http.IncomingMessage, response: http.ServerResponse): Promise<void> {
+    const { described, plan, finish } = await this.#plan(request);
     if (plan.kind === "respond") {
       request.resume();
       response.writeHead(plan.status, {
@@ -245,11 +261,8 @@ export class ProxyServer {
       finish({ status: plan.status });
       return;
     }
-    const real = this.#connectTo(described.host, described.port);
     const upstream = https.request({
-      host: real.host,
-      port: real.port,
-      servername: net.isIP(described.host) ? undefined : described.host,
+      ...this.#upstreamAddress(described),
       method: described.method,
       path: described.path,
       headers: forwardableHeaders(request.headers, {
@@ -313,11 +326,7 @@ export class ProxyServer {
 
   /** A WebSocket (or other) upgrade: the handshake gets the planned headers, then bytes flow both ways. */
   async #upgrade(request: http.IncomingMessage, socket: net.Socket, head: Buffer): Promise<void> {
-    const started = performance.now();
-    const described = this.#describe(request);
-    const plan = await this.#policy.plan(described);
-    const finish = (outcome: Omit<Outcome, "durationMs">) =>
-      plan.done?.({ ...outcome, durationMs: Math.round(performance.now() - started) });
+    const { described, plan, finish } = await this.#plan(request);
     if (plan.kind === "respond") {
       socket.end(
         `HTTP/1.1 ${plan.status} ${http.STATUS_CODES[plan.status] ?? ""}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(plan.body)}\r\nconnection: close\r\n\r\n${plan.body}`,
@@ -325,11 +334,8 @@ export class ProxyServer {
       finish({ status: plan.status });
       return;
     }
-    const real = this.#connectTo(described.host, described.port);
     const upstream = tls.connect({
-      host: real.host,
-      port: real.port,
-      servername: net.isIP(described.host) ? undefined : described.host,
+      ...this.#upstreamAddress(described),
       ALPNProtocols: ["http/1.1"],
     });
     const headers: Record<string, string | string[]> = {};

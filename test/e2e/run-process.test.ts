@@ -8,8 +8,8 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { SvcSandbox } from "../support/cli.ts";
-import { startUpstream, type Upstream } from "../support/upstream.ts";
+import type { SvcSandbox } from "../support/cli.ts";
+import { startProxiedSandbox, type Upstream } from "../support/upstream.ts";
 
 const NODE = process.execPath;
 const KEY = `sk-canary-${randomBytes(16).toString("hex")}`;
@@ -24,21 +24,18 @@ setTimeout(() => process.exit(99), 20_000);
 describe("svc run: exit statuses, signals, a dead daemon", () => {
   let upstream: Upstream;
   let sandbox: SvcSandbox;
+  let proxied: Awaited<ReturnType<typeof startProxiedSandbox>>;
   let scratch: string;
 
   beforeAll(async () => {
-    upstream = await startUpstream();
+    proxied = await startProxiedSandbox(["api.openai.com"]);
+    ({ upstream, sandbox } = proxied);
     scratch = mkdtempSync(join(tmpdir(), "svc-run-process-"));
-    sandbox = await SvcSandbox.create({
-      NODE_EXTRA_CA_CERTS: upstream.caPath,
-      SVC_PROXY_CONNECT_TO: upstream.connectTo(["api.openai.com"]),
-    });
     const login = await sandbox.run(["login", "openai"], { input: `${KEY}\n` });
     expect(login.code, login.stderr).toBe(0);
   });
   afterAll(async () => {
-    await sandbox?.destroy();
-    await upstream?.close();
+    await proxied?.close();
     if (scratch) rmSync(scratch, { recursive: true, force: true });
   });
 

@@ -8,8 +8,8 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { SvcSandbox } from "../support/cli.ts";
-import { type SeenRequest, startUpstream, type Upstream } from "../support/upstream.ts";
+import type { SvcSandbox } from "../support/cli.ts";
+import { type SeenRequest, startProxiedSandbox, type Upstream } from "../support/upstream.ts";
 
 const NODE = process.execPath;
 const PLACEHOLDER = "svc-proxy-managed";
@@ -29,6 +29,7 @@ function rssOf(pid: number): number | undefined {
 describe("svc run: concurrency, large bodies, streaming, WebSocket", () => {
   let upstream: Upstream;
   let sandbox: SvcSandbox;
+  let proxied: Awaited<ReturnType<typeof startProxiedSandbox>>;
   let scratch: string;
 
   const tagged = (tag: string): SeenRequest[] =>
@@ -36,18 +37,14 @@ describe("svc run: concurrency, large bodies, streaming, WebSocket", () => {
   const expectClean = (text: string) => expect(text).not.toContain(KEY);
 
   beforeAll(async () => {
-    upstream = await startUpstream();
+    proxied = await startProxiedSandbox(["api.openai.com"]);
+    ({ upstream, sandbox } = proxied);
     scratch = mkdtempSync(join(tmpdir(), "svc-run-streaming-"));
-    sandbox = await SvcSandbox.create({
-      NODE_EXTRA_CA_CERTS: upstream.caPath,
-      SVC_PROXY_CONNECT_TO: upstream.connectTo(["api.openai.com"]),
-    });
     const login = await sandbox.run(["login", "openai"], { input: `${KEY}\n` });
     expect(login.code, login.stderr).toBe(0);
   });
   afterAll(async () => {
-    await sandbox?.destroy();
-    await upstream?.close();
+    await proxied?.close();
     if (scratch) rmSync(scratch, { recursive: true, force: true });
   });
 

@@ -9,6 +9,7 @@ import { gzipSync } from "node:zlib";
 import { WebSocketServer } from "ws";
 import { loadOrCreateCa } from "../../src/proxy/ca.ts";
 import { LeafCertificates } from "../../src/proxy/leaf-certs.ts";
+import { SvcSandbox } from "./cli.ts";
 
 export interface SeenRequest {
   method: string;
@@ -148,6 +149,25 @@ export async function startUpstream(): Promise<Upstream> {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** An upstream and a CLI sandbox whose proxy reaches it for `hosts` (and trusts its CA). */
+export async function startProxiedSandbox(
+  hosts: readonly string[],
+): Promise<{ upstream: Upstream; sandbox: SvcSandbox; close(): Promise<void> }> {
+  const upstream = await startUpstream();
+  const sandbox = await SvcSandbox.create({
+    NODE_EXTRA_CA_CERTS: upstream.caPath,
+    SVC_PROXY_CONNECT_TO: upstream.connectTo(hosts),
+  });
+  return {
+    upstream,
+    sandbox,
+    async close() {
+      await sandbox.destroy();
+      await upstream.close();
     },
   };
 }
