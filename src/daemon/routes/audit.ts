@@ -1,11 +1,11 @@
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { AuditBatchSchema, AuditPageSchema, AuditQuerySchema } from "../../api/audit.ts";
-import { ErrorBodySchema } from "../../api/errors.ts";
+import { errorResponses } from "../../api/errors.ts";
 import type { DaemonContext } from "../context.ts";
 import { callerScope } from "../services/caller-scope.ts";
 
-const errors = { 400: ErrorBodySchema, 401: ErrorBodySchema, 403: ErrorBodySchema };
+const errors = errorResponses(400, 401, 403);
 
 /** Reading the audit log (role-scoped) and the proxy's event batches. */
 export function auditRoutes(context: DaemonContext): FastifyPluginAsyncZod {

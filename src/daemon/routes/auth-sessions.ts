@@ -8,7 +8,7 @@ import {
   SessionParamsSchema,
   SessionWaitQuerySchema,
 } from "../../api/auth-sessions.ts";
-import { ErrorBodySchema } from "../../api/errors.ts";
+import { errorResponses } from "../../api/errors.ts";
 import { AUDIT_EVENTS } from "../../audit/events.ts";
 import {
   AuthenticationFailedError,
@@ -27,13 +27,7 @@ import { type AuthSessionState, sessionView } from "../services/auth-sessions.ts
 import { callerScope } from "../services/caller-scope.ts";
 import type { ConnectionRecord } from "../services/connections.ts";
 
-const errors = {
-  400: ErrorBodySchema,
-  401: ErrorBodySchema,
-  403: ErrorBodySchema,
-  404: ErrorBodySchema,
-  409: ErrorBodySchema,
-};
+const errors = errorResponses(400, 401, 403, 404, 409);
 const tags = ["auth sessions"];
 
 /** The URL this daemon is reached at (for links it hands out): the public URL, else the Host it was asked on. */

@@ -9,13 +9,13 @@ import {
   LoggedOutSchema,
   RevokedSchema,
 } from "../../api/connections.ts";
-import { ErrorBodySchema } from "../../api/errors.ts";
+import { errorResponses } from "../../api/errors.ts";
 import { AUDIT_EVENTS } from "../../audit/events.ts";
 import type { DaemonContext } from "../context.ts";
 import { callerScope } from "../services/caller-scope.ts";
 import { connectionView } from "../services/connections.ts";
 
-const errors = { 400: ErrorBodySchema, 401: ErrorBodySchema, 403: ErrorBodySchema, 404: ErrorBodySchema };
+const errors = errorResponses(400, 401, 403, 404);
 const tags = ["connections"];
 const security = [{ pop: [] }];
 

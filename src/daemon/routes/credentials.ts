@@ -1,16 +1,10 @@
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { ProxyRoutesSchema, ResolvedCredentialSchema, ResolveRequestSchema } from "../../api/credentials.ts";
-import { ErrorBodySchema } from "../../api/errors.ts";
+import { errorResponses } from "../../api/errors.ts";
 import type { DaemonContext } from "../context.ts";
 import { callerScope } from "../services/caller-scope.ts";
 
-const errors = {
-  400: ErrorBodySchema,
-  401: ErrorBodySchema,
-  403: ErrorBodySchema,
-  404: ErrorBodySchema,
-  409: ErrorBodySchema,
-};
+const errors = errorResponses(400, 401, 403, 404, 409);
 
 /** What the proxy (and the library) ask: which provider a URL belongs to, and its credential. */
 export function credentialRoutes(context: DaemonContext): FastifyPluginAsyncZod {

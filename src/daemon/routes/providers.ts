@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
-import { ErrorBodySchema } from "../../api/errors.ts";
+import { ErrorBodySchema, errorResponses } from "../../api/errors.ts";
 import {
   ProviderListSchema,
   ProviderNameParamsSchema,
@@ -14,7 +14,7 @@ import { ProviderSchema, toProviderSummary } from "../../providers/schema.ts";
 import type { DaemonContext } from "../context.ts";
 import { callerScope, requireAdmin } from "../services/caller-scope.ts";
 
-const errors = { 400: ErrorBodySchema, 401: ErrorBodySchema, 403: ErrorBodySchema, 404: ErrorBodySchema };
+const errors = errorResponses(400, 401, 403, 404);
 
 /** The provider registry: bundled plus custom definitions. */
 export function providerRoutes(context: DaemonContext): FastifyPluginAsyncZod {
