@@ -359,14 +359,10 @@ describe("verifyPopToken refuses attacks", () => {
 
   it("refuses a token from an unknown handle", async () => {
     const stranger = generateIdentityKeyPair();
-    const token = signPopToken({
+    const token = validToken({
       handle: "stranger-agent",
       did: stranger.did,
       privateKey: stranger.privateKey,
-      method: REQUEST.method,
-      pathAndQuery: REQUEST.pathAndQuery,
-      body: BODY,
-      nowSeconds: NOW,
     });
     await expectRejected(verify(token), /unknown identity/);
   });
@@ -376,15 +372,7 @@ describe("verifyPopToken refuses attacks", () => {
   });
 
   it("refuses a token naming another handle, signed with the attacker's own key", async () => {
-    const token = signPopToken({
-      handle: alice.handle,
-      did: mallory.did,
-      privateKey: mallory.privateKey,
-      method: REQUEST.method,
-      pathAndQuery: REQUEST.pathAndQuery,
-      body: BODY,
-      nowSeconds: NOW,
-    });
+    const token = validToken({ handle: alice.handle, did: mallory.did, privateKey: mallory.privateKey });
     await expectRejected(verify(token), /signature is invalid/);
   });
 
@@ -409,14 +397,10 @@ describe("verifyPopToken refuses attacks", () => {
   it("does not let one identity burn another identity's jti", async () => {
     const ctx = context();
     const jti = "shared-jti-0001";
-    const malloryToken = signPopToken({
+    const malloryToken = validToken({
       handle: mallory.handle,
       did: mallory.did,
       privateKey: mallory.privateKey,
-      method: REQUEST.method,
-      pathAndQuery: REQUEST.pathAndQuery,
-      body: BODY,
-      nowSeconds: NOW,
       jti,
     });
     await expect(verify(malloryToken, REQUEST, ctx)).resolves.toMatchObject({ sub: mallory.handle });
@@ -443,15 +427,7 @@ describe("verifySelfSignedPopToken", () => {
 
   it("verifies a token with the key named by its own iss, without any registry", async () => {
     const newcomer = generateIdentityKeyPair();
-    const token = signPopToken({
-      handle: "new-agent",
-      did: newcomer.did,
-      privateKey: newcomer.privateKey,
-      method: REQUEST.method,
-      pathAndQuery: REQUEST.pathAndQuery,
-      body: BODY,
-      nowSeconds: NOW,
-    });
+    const token = validToken({ handle: "new-agent", did: newcomer.did, privateKey: newcomer.privateKey });
     await expect(verifySelfSignedPopToken(token, REQUEST, selfContext())).resolves.toMatchObject({
       iss: newcomer.did,
       sub: "new-agent",

@@ -18,6 +18,47 @@ const all = () => true;
 const decide = (table: RouteTable, url: string, connected: (name: string) => boolean = all) =>
   decideRoute(table, new URL(url), connected);
 
+/** Whether one provider with these `api_url` entries routes the URL (the "api_url matching" rules). */
+function matches(api_url: string | string[], url: string, baseUrl?: string): boolean {
+  const table = new RouteTable([{ provider: provider("p", api_url), baseUrls: baseUrl ? [baseUrl] : [] }]);
+  return table.candidates(new URL(url)).length > 0;
+}
+
+describe("api_url entries", () => {
+  it("match bare hosts on https only, with the default or given port", () => {
+    expect(matches("api.github.com", "https://api.github.com/repos/a/b")).toBe(true);
+    expect(matches("api.github.com", "http://api.github.com/repos")).toBe(false);
+    expect(matches("api.github.com", "https://evil.api.github.com.example/")).toBe(false);
+    expect(matches("api.github.com", "https://api.github.com:8443/")).toBe(false);
+    expect(matches("localhost:8443", "https://localhost:8443/x")).toBe(true);
+  });
+
+  it("match URL prefixes at a path segment boundary, on the same scheme, host and port", () => {
+    expect(matches("https://slack.com/api", "https://slack.com/api/chat.postMessage")).toBe(true);
+    expect(matches("https://slack.com/api", "https://slack.com/api")).toBe(true);
+    expect(matches("https://slack.com/api", "https://slack.com/apis")).toBe(false);
+    expect(matches("https://slack.com/api", "https://slack.com/")).toBe(false);
+    expect(matches("https://mcp.linear.app", "https://mcp.linear.app/mcp")).toBe(true);
+    expect(matches("http://127.0.0.1:9000/v1", "http://127.0.0.1:9000/v1/x")).toBe(true);
+    expect(matches("http://127.0.0.1:9000/v1", "http://127.0.0.1:9001/v1/x")).toBe(false);
+  });
+
+  it("test regex entries against the full URL", () => {
+    const entry = String.raw`regex:^https://[a-z0-9-]+\.googleapis\.com/`;
+    expect(matches(entry, "https://www.googleapis.com/drive/v3/files?q=1")).toBe(true);
+    expect(matches(entry, "https://googleapis.com.evil.example/")).toBe(false);
+  });
+
+  it("resolve {base_url} entries with a connection's base URL, and match nothing without one", () => {
+    const entries = ["{base_url}/api/v4", "example.com"];
+    expect(
+      matches(entries, "https://gitlab.example.org/api/v4/projects", "https://gitlab.example.org/"),
+    ).toBe(true);
+    expect(matches(entries, "https://gitlab.example.org/api/v4/projects")).toBe(false);
+    expect(matches(entries, "https://example.com/anything")).toBe(true);
+  });
+});
+
 describe("RouteTable", () => {
   it("matches a bare host on https and its default port only", () => {
     const table = new RouteTable([{ provider: provider("a", "api.a.com") }]);

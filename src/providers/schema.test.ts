@@ -2,8 +2,6 @@ import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { InvalidInputError } from "../core/errors.ts";
 import {
-  apiUrlEntryMatches,
-  apiUrlMatches,
   checkApiUrlEntry,
   checkHttpsUrl,
   defaultTokenAuthMethod,
@@ -388,41 +386,5 @@ describe("formatZodIssues", () => {
       expect(text).toContain("extra: unknown field");
       expect(text.split("; ").length).toBe(2);
     }
-  });
-});
-
-describe("apiUrlMatches", () => {
-  it("matches bare hosts on https only, with the default or given port", () => {
-    expect(apiUrlEntryMatches("api.github.com", "https://api.github.com/repos/a/b")).toBe(true);
-    expect(apiUrlEntryMatches("api.github.com", "http://api.github.com/repos")).toBe(false);
-    expect(apiUrlEntryMatches("api.github.com", "https://evil.api.github.com.example/")).toBe(false);
-    expect(apiUrlEntryMatches("api.github.com", "https://api.github.com:8443/")).toBe(false);
-    expect(apiUrlEntryMatches("localhost:8443", "https://localhost:8443/x")).toBe(true);
-  });
-
-  it("matches URL prefixes at a path segment boundary", () => {
-    expect(apiUrlEntryMatches("https://slack.com/api", "https://slack.com/api/chat.postMessage")).toBe(true);
-    expect(apiUrlEntryMatches("https://slack.com/api", "https://slack.com/api")).toBe(true);
-    expect(apiUrlEntryMatches("https://slack.com/api", "https://slack.com/apis")).toBe(false);
-    expect(apiUrlEntryMatches("https://slack.com/api", "https://slack.com/")).toBe(false);
-    expect(apiUrlEntryMatches("https://mcp.linear.app", "https://mcp.linear.app/mcp")).toBe(true);
-    expect(apiUrlEntryMatches("http://127.0.0.1:9000/v1", "http://127.0.0.1:9000/v1/x")).toBe(true);
-    expect(apiUrlEntryMatches("http://127.0.0.1:9000/v1", "http://127.0.0.1:9001/v1/x")).toBe(false);
-  });
-
-  it("tests regex entries against the full URL", () => {
-    const entry = String.raw`regex:^https://[a-z0-9-]+\.googleapis\.com/`;
-    expect(apiUrlEntryMatches(entry, "https://www.googleapis.com/drive/v3/files?q=1")).toBe(true);
-    expect(apiUrlEntryMatches(entry, "https://googleapis.com.evil.example/")).toBe(false);
-  });
-
-  it("resolves {base_url} entries with the connection's base URL", () => {
-    const provider = { api_url: ["{base_url}/api/v4", "example.com"] };
-    expect(
-      apiUrlMatches(provider, "https://gitlab.example.org/api/v4/projects", "https://gitlab.example.org/"),
-    ).toBe(true);
-    expect(apiUrlMatches(provider, "https://gitlab.example.org/api/v4/projects")).toBe(false);
-    expect(apiUrlMatches(provider, "https://example.com/anything")).toBe(true);
-    expect(apiUrlMatches(provider, "not a url")).toBe(false);
   });
 });
