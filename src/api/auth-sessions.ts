@@ -31,6 +31,21 @@ export const CreateAuthSessionSchema = z
   .meta({ id: "CreateAuthSession" });
 export type CreateAuthSession = z.input<typeof CreateAuthSessionSchema>;
 
+/** What an open session waits for; the client tells the person what to do. */
+export const WAITING_FOR = ["api_key", "client_credentials", "authorization", "device_code"] as const;
+export type WaitingFor = (typeof WAITING_FOR)[number];
+
+export const DeviceCodeSchema = z
+  .object({
+    user_code: z.string().describe("The code the person enters at verification_uri."),
+    verification_uri: z.string(),
+    verification_uri_complete: z.string().optional().describe("verification_uri with the code filled in."),
+    expires_at: z.string().describe("When the code stops working (the server's expires_in)."),
+    interval: z.number().describe("Seconds between the daemon's polls (grows by 5 on slow_down)."),
+  })
+  .meta({ id: "DeviceCode" });
+export type DeviceCode = z.infer<typeof DeviceCodeSchema>;
+
 export const AuthSessionSchema = z
   .object({
     session_id: z.string(),
@@ -42,6 +57,17 @@ export const AuthSessionSchema = z
       .object({ type: z.literal("open_url"), url: z.string() })
       .optional()
       .describe("What the client does next: open this page in a browser."),
+    waiting_for: z
+      .enum(WAITING_FOR)
+      .optional()
+      .describe(
+        "While pending or waiting_for_user: an API key or OAuth client credentials on the input page, the sign-in at the provider, or the device code.",
+      ),
+    device: DeviceCodeSchema.optional().describe("Device code flow: what the person enters, and where."),
+    redirect_uri: z
+      .string()
+      .optional()
+      .describe("OAuth: the callback URL; register it with the provider when you create an OAuth app."),
     created_at: z.string(),
     expires_at: z.string(),
     error: z
@@ -63,10 +89,15 @@ export const SessionWaitQuerySchema = z.object({
     .describe("Seconds to wait for the status to change before answering (long poll, at most 30)."),
 });
 
-/** `POST /api/auth/sessions/{id}/input` as JSON (the CLI's masked prompt or piped stdin). */
+/**
+ * `POST /api/auth/sessions/{id}/input` as JSON (the CLI's masked prompt or piped stdin): an API key,
+ * or the OAuth client id and secret a provider without a public client needs.
+ */
 export const SessionInputSchema = z
   .object({
     api_key: z.string().max(8192).optional(),
+    client_id: z.string().max(512).optional(),
+    client_secret: z.string().max(2048).optional(),
   })
   .meta({ id: "SessionInput" });
 export type SessionInput = z.infer<typeof SessionInputSchema>;

@@ -15,7 +15,7 @@ export const ConnectionParamsSchema = z.object({
   connection: ConnectionNameSchema,
 });
 
-export const CONNECTION_STATUSES = ["active", "refresh_due", "expired"] as const;
+export const CONNECTION_STATUSES = ["active", "refresh_due", "expired", "refresh_failed"] as const;
 
 /** The credential part of a connection record: redacted unless explicitly revealed. */
 export const CredentialViewSchema = z.discriminatedUnion("type", [
@@ -43,7 +43,13 @@ export const ConnectionSchema = z
     is_default: z.boolean(),
     status: z
       .enum(CONNECTION_STATUSES)
-      .describe("active; refresh_due (expired access token, refreshed on next use); expired (log in again)."),
+      .describe(
+        "active; refresh_due (expired access token, refreshed on next use); expired (log in again); refresh_failed (the last refresh was refused: log in again).",
+      ),
+    refresh_error: z
+      .string()
+      .optional()
+      .describe("With refresh_failed: the provider's answer to the last refresh and when it came."),
     created_at: z.string(),
     updated_at: z.string(),
     expires_at: z.string().nullable().describe("When the credential expires; null for API keys."),

@@ -15,6 +15,7 @@ import { authSessionRoutes } from "./routes/auth-sessions.ts";
 import { connectionRoutes } from "./routes/connections.ts";
 import { credentialRoutes } from "./routes/credentials.ts";
 import { identityRoutes } from "./routes/identities.ts";
+import { oauthCallbackRoutes } from "./routes/oauth-callback.ts";
 import { providerRoutes } from "./routes/providers.ts";
 import { systemRoutes } from "./routes/system.ts";
 
@@ -58,6 +59,7 @@ export async function buildApp(
     closing = true;
     // Long polls would otherwise hold close() for up to their full wait.
     context.authSessions.close();
+    context.oauthLogins.close();
   });
   app.addHook("onSend", async (_request, reply) => {
     if (closing) reply.header("connection", "close");
@@ -101,6 +103,7 @@ export async function buildApp(
   await app.register(connectionRoutes(context));
   await app.register(credentialRoutes(context));
   await app.register(authSessionRoutes(context));
+  await app.register(oauthCallbackRoutes(context));
   await app.register(auditRoutes(context));
   return app;
 }

@@ -8,6 +8,8 @@ import type { AuthSessionService } from "./services/auth-sessions.ts";
 import type { ConnectionService } from "./services/connections.ts";
 import type { CredentialService } from "./services/credentials.ts";
 import type { IdentityRegistry } from "./services/identity-registry.ts";
+import type { OAuthLoginService } from "./services/oauth-login.ts";
+import type { OAuthTokenService } from "./services/oauth-tokens.ts";
 import type { PrincipalService } from "./services/principals.ts";
 import type { ProbeCache } from "./services/probe-cache.ts";
 import type { ProviderRegistry } from "./services/provider-registry.ts";
@@ -39,5 +41,7 @@ export interface DaemonContext {
   connections: ConnectionService;
   credentials: CredentialService;
   authSessions: AuthSessionService;
+  oauthLogins: OAuthLoginService;
+  oauthTokens: OAuthTokenService;
   audit: AuditLog;
 }

@@ -20,6 +20,9 @@ import { AuthSessionService } from "./services/auth-sessions.ts";
 import { ConnectionService } from "./services/connections.ts";
 import { CredentialService } from "./services/credentials.ts";
 import { IdentityRegistry } from "./services/identity-registry.ts";
+import { OAuthEndpointResolver } from "./services/oauth-endpoints.ts";
+import { OAuthLoginService } from "./services/oauth-login.ts";
+import { OAuthTokenService } from "./services/oauth-tokens.ts";
 import { PrincipalService } from "./services/principals.ts";
 import { ProbeCache } from "./services/probe-cache.ts";
 import { ProviderRegistry } from "./services/provider-registry.ts";
@@ -72,6 +75,7 @@ export async function startDaemon(options: DaemonStartOptions): Promise<RunningD
       async close() {
         await app.close();
         context.authSessions.close();
+        context.oauthLogins.close();
         await context.audit.close();
         await store.close();
       },
@@ -105,6 +109,10 @@ async function createContext(
   await providers.load();
   const now = () => new Date();
   const connections = new ConnectionService(vault);
+  const audit = new AuditLog({ db: store.db, logPath: layout.auditLog, now });
+  const authSessions = new AuthSessionService(now);
+  const oauthEndpoints = new OAuthEndpointResolver(now);
+  const oauthTokens = new OAuthTokenService(connections, oauthEndpoints, audit, now);
   return {
     config: options.config,
     layout,
@@ -120,9 +128,11 @@ async function createContext(
     now,
     providers,
     connections,
-    credentials: new CredentialService(providers, connections, now),
-    authSessions: new AuthSessionService(now),
-    audit: new AuditLog({ db: store.db, logPath: layout.auditLog, now }),
+    credentials: new CredentialService(providers, connections, oauthTokens, now),
+    authSessions,
+    oauthLogins: new OAuthLoginService(authSessions, connections, oauthEndpoints, audit, now),
+    oauthTokens,
+    audit,
   };
 }
 

@@ -250,6 +250,21 @@ export function defaultTokenAuthMethod(flow: Flow): TokenAuthMethod {
   return flow === "pkce" ? "client_secret_post" : "none";
 }
 
+/**
+ * The flows a provider can log in with: its own, and any other OAuth flow whose endpoints the
+ * definition names (an issuer may provide them all through discovery).
+ */
+export function availableFlows(provider: Pick<ProviderDefinition, "flow" | "oauth">): Flow[] {
+  const oauth = provider.oauth;
+  if (!oauth) return [provider.flow];
+  const flows = new Set<Flow>([provider.flow]);
+  const discoverable = Boolean(oauth.issuer);
+  if (discoverable || (oauth.authorization_url && oauth.token_url)) flows.add("pkce");
+  if (discoverable || (oauth.device_authorization_url && oauth.token_url)) flows.add("device_code");
+  if ((discoverable || oauth.registration_endpoint) && !oauth.client_id) flows.add("dcr_pkce");
+  return FLOWS.filter((flow) => flows.has(flow));
+}
+
 function apiUrlEntries(apiUrl: string | string[]): string[] {
   return typeof apiUrl === "string" ? [apiUrl] : apiUrl;
 }

@@ -174,13 +174,16 @@ describe("connections made with an API key", () => {
     await t.client.post("/api/connections/anthropic/revoke");
   });
 
-  it("refuses a login to a provider that uses OAuth", async () => {
-    const error = await t.client
-      .post("/api/auth/sessions", { provider: "github" })
-      .catch((caught: unknown) => caught);
-    expect(error).toBeInstanceOf(OperationNotAllowedError);
-    expect((error as Error).message).toMatch(/GitHub logs in with OAuth \(device_code\)/);
+  it("asks for an OAuth client first when the provider publishes none, and stores nothing yet", async () => {
+    const session = await t.client.post<AuthSession>("/api/auth/sessions", { provider: "github" });
+    expect(session).toMatchObject({
+      status: "pending",
+      waiting_for: "client_credentials",
+      flow: "device_code",
+    });
+    expect(session.next?.url).toMatch(/\/api\/auth\/sessions\/ses_[^/]+\/input\?token=/);
     expect(await connections("github")).toEqual([]);
+    await t.client.post(`/api/auth/sessions/${session.session_id}/cancel`);
   });
 });
 

@@ -30,7 +30,7 @@ export interface TestDaemon {
   newUser(): Promise<TestIdentity & { principalId: string }>;
   /** Stops the daemon and keeps its home (for a restart on the same state). */
   close(): Promise<void>;
-  /** Stops this daemon and starts another on the same home, env and first identity. */
+  /** Stops this daemon and starts another on the same home, env, port and first identity. */
   restart(): Promise<TestDaemon>;
   /** Stops the daemon and deletes its home. */
   stop(): Promise<void>;
@@ -39,6 +39,8 @@ export interface TestDaemon {
 export interface StartTestDaemonOptions {
   /** Reuse the state under this root (a previous TestDaemon's `root`) instead of a new one. */
   root?: string;
+  /** Listen on this port (a restart keeps its URL, so OAuth callbacks still reach it); default: any free one. */
+  port?: number;
   /** Act as this identity (it is registered again, idempotently) instead of a new one. */
   identity?: LocalIdentity;
 }
@@ -53,7 +55,7 @@ export async function startTestDaemon(
   const daemonEnv: NodeJS.ProcessEnv = { SVC_ENCRYPTION_MODE: "local_key", ...env };
   const daemon = await startDaemon({
     layout,
-    config: { host: "127.0.0.1", port: 0 },
+    config: { host: "127.0.0.1", port: options.port ?? 0 },
     env: daemonEnv,
     keyring: noKeyring("no keyring in tests"),
     logger: false,
@@ -93,7 +95,7 @@ export async function startTestDaemon(
     close,
     async restart() {
       await close();
-      return startTestDaemon(env, { root, identity: first.identity });
+      return startTestDaemon(env, { root, identity: first.identity, port: Number(new URL(daemon.url).port) });
     },
     async stop() {
       await close();

@@ -33,14 +33,26 @@ const STYLE = `
   .error { color: #b91c1c; font-weight: 600; }
   .ok { color: #15803d; }
   .muted { opacity: .7; font-size: .9rem; }
+  .code { font: 700 2rem/1.2 ui-monospace, monospace; letter-spacing: .15em; text-align: center; padding: .75rem; border-radius: 8px; background: color-mix(in srgb, CanvasText 6%, transparent); user-select: all; }
+  a.button { display: inline-block; margin-top: .5rem; padding: .6rem 1.2rem; border-radius: 6px; background: #2563eb; color: white; text-decoration: none; }
+  a.button:focus-visible, button:focus-visible { outline: 3px solid #93c5fd; outline-offset: 2px; }
 `;
 
-/** Sends a complete, self-contained HTML page. */
-export function sendPage(reply: FastifyReply, status: number, title: string, body: string): FastifyReply {
+/** Sends a complete, self-contained HTML page; `refreshSeconds` reloads it (a status page without JavaScript). */
+export function sendPage(
+  reply: FastifyReply,
+  status: number,
+  title: string,
+  body: string,
+  options: { refreshSeconds?: number } = {},
+): FastifyReply {
+  const refresh = options.refreshSeconds
+    ? `\n<meta http-equiv="refresh" content="${options.refreshSeconds}">`
+    : "";
   const html = `<!doctype html>
 <html lang="en">
 <head>
-<meta charset="utf-8">
+<meta charset="utf-8">${refresh}
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="referrer" content="no-referrer">
 <title>${escapeHtml(title)} · svc</title>

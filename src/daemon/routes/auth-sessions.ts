@@ -4,6 +4,7 @@ import { z } from "zod";
 import {
   AuthSessionSchema,
   CreateAuthSessionSchema,
+  type SessionInput,
   SessionInputSchema,
   SessionParamsSchema,
   SessionWaitQuerySchema,
@@ -19,9 +20,11 @@ import {
   UnexpectedError,
 } from "../../core/errors.ts";
 import { checkApiKey } from "../../flows/api-key.ts";
-import type { Provider } from "../../providers/schema.ts";
+import { availableFlows, type Provider } from "../../providers/schema.ts";
 import type { DaemonContext } from "../context.ts";
 import { sendApiKeyForm } from "../pages/api-key-form.ts";
+import { sendClientCredentialsForm, sendContinuePage } from "../pages/client-credentials-form.ts";
+import { sendDevicePage } from "../pages/device-page.ts";
 import { sendOutcomePage } from "../pages/html.ts";
 import { type AuthSessionState, sessionView } from "../services/auth-sessions.ts";
 import { callerScope } from "../services/caller-scope.ts";
@@ -31,7 +34,7 @@ const errors = errorResponses(400, 401, 403, 404, 409);
 const tags = ["auth sessions"];
 
 /** The URL this daemon is reached at (for links it hands out): the public URL, else the Host it was asked on. */
-function daemonBaseUrl(context: DaemonContext, request: FastifyRequest): string {
+export function daemonBaseUrl(context: DaemonContext, request: FastifyRequest): string {
   return context.config.publicUrl?.replace(/\/+$/, "") ?? `${request.protocol}://${request.headers.host}`;
 }
 
@@ -52,13 +55,11 @@ function assertSameOrigin(context: DaemonContext, request: FastifyRequest): void
 
 /** Auth sessions: create, read (with long poll), and the browser bridge for API keys. */
 export function authSessionRoutes(context: DaemonContext): FastifyPluginAsyncZod {
-  const { authSessions } = context;
+  const { authSessions, oauthLogins } = context;
 
   /** Stores the key a session collected; the session completes, or fails when it cannot be stored. */
   async function submitApiKey(session: AuthSessionState, provider: Provider, raw: string): Promise<void> {
-    if (session.status !== "waiting_for_user") {
-      throw new OperationNotAllowedError(`this login is already ${session.status.replaceAll("_", " ")}`);
-    }
+    if (session.waitingFor !== "api_key") throw sessionClosed(session);
     const key = checkApiKey(provider, raw);
     authSessions.processing(session);
     const now = context.now().toISOString();
@@ -110,7 +111,7 @@ export function authSessionRoutes(context: DaemonContext): FastifyPluginAsyncZod
         schema: {
           summary: "Start a login for a provider",
           description:
-            "For an api_key provider the session waits for the key: open `next.url` in a browser, or post `{api_key}` to `/input` as the same identity.",
+            "API key: the session waits for the key (open `next.url`, or post `{api_key}` to `/input` as the same identity). OAuth: `next.url` is the provider's sign-in (PKCE, DCR + PKCE), the device page (device code), or first the input page for the OAuth client when the provider publishes none.",
           tags,
           security: [{ pop: [] }],
           body: CreateAuthSessionSchema,
@@ -122,14 +123,10 @@ export function authSessionRoutes(context: DaemonContext): FastifyPluginAsyncZod
         const body = request.body;
         const provider = context.providers.get(body.provider);
         const flow = body.flow ?? provider.flow;
-        if (flow !== provider.flow) {
+        const flows = availableFlows(provider);
+        if (!flows.includes(flow)) {
           throw new InvalidInputError(
-            `${provider.name} logs in with the ${provider.flow} flow, not ${flow}; omit --flow`,
-          );
-        }
-        if (flow !== "api_key") {
-          throw new OperationNotAllowedError(
-            `${provider.display_name} logs in with OAuth (${flow}), which this daemon version cannot run yet`,
+            `${provider.name} cannot log in with the ${flow} flow; it supports ${flows.join(", ")}`,
           );
         }
         if (!body.force && (await context.connections.find(scope.vaultId, provider.name, body.connection))) {
@@ -144,9 +141,12 @@ export function authSessionRoutes(context: DaemonContext): FastifyPluginAsyncZod
           flow,
           force: body.force,
           ...(body.scopes ? { scopes: body.scopes } : {}),
-          ...(body.base_url ? { baseUrl: body.base_url } : {}),
+          ...(body.base_url ? { baseUrl: body.base_url.replace(/\/+$/, "") } : {}),
+          daemonUrl: daemonBaseUrl(context, request),
         });
-        return reply.code(201).send(sessionView(session, daemonBaseUrl(context, request)));
+        if (flow === "api_key") authSessions.waitFor(session, "api_key");
+        else await oauthLogins.begin(session, provider);
+        return reply.code(201).send(sessionView(session));
       },
     );
 
@@ -167,7 +167,7 @@ export function authSessionRoutes(context: DaemonContext): FastifyPluginAsyncZod
         const handle = request.caller!.handle;
         const session = authSessions.forOwner(request.params.session_id, handle);
         if (request.query.wait) await authSessions.waitForChange(session, request.query.wait * 1000);
-        return sessionView(session, daemonBaseUrl(context, request));
+        return sessionView(session);
       },
     );
 
@@ -187,7 +187,29 @@ export function authSessionRoutes(context: DaemonContext): FastifyPluginAsyncZod
       async (request) => {
         const session = authSessions.forOwner(request.params.session_id, request.caller!.handle);
         authSessions.cancel(session);
-        return sessionView(session, daemonBaseUrl(context, request));
+        return sessionView(session);
+      },
+    );
+
+    app.post(
+      "/api/auth/sessions/:session_id/resume",
+      {
+        schema: {
+          summary: "Continue a paused session (only the identity that started it)",
+          description:
+            "A session `pending` for OAuth client credentials goes on once a client is stored for the provider; any other open session is answered as it is.",
+          tags,
+          security: [{ pop: [] }],
+          params: SessionParamsSchema,
+          body: z.unknown().optional(),
+          response: { 200: AuthSessionSchema, ...errors },
+        },
+      },
+      async (request) => {
+        const session = authSessions.forOwner(request.params.session_id, request.caller!.handle);
+        if (!authSessions.isOpen(session)) throw sessionClosed(session);
+        await oauthLogins.resume(session, context.providers.get(session.provider));
+        return sessionView(session);
       },
     );
 
@@ -196,25 +218,34 @@ export function authSessionRoutes(context: DaemonContext): FastifyPluginAsyncZod
       {
         config: { auth: "none" },
         schema: {
-          summary: "Browser form for an API key (the link svc printed)",
+          summary: "Browser form for an API key or OAuth client credentials (the link svc printed)",
           tags,
           params: SessionParamsSchema,
-          querystring: z.object({ token: z.string().max(128).optional() }),
+          querystring: BridgeQuerySchema,
         },
       },
       async (request, reply) =>
         browserPage(reply, () => {
           const session = authSessions.forBrowser(request.params.session_id, request.query.token);
-          const provider = context.providers.get(session.provider);
-          if (session.status === "completed") {
-            return sendOutcomePage(reply, 200, {
-              ok: true,
-              title: `${provider.display_name} connected`,
-              message: `The key is stored as connection "${session.connection}".`,
-            });
-          }
-          if (session.status !== "waiting_for_user") throw sessionClosed(session);
-          return sendApiKeyForm(reply, session, provider);
+          return sendSessionPage(reply, session, context.providers.get(session.provider));
+        }),
+    );
+
+    app.get(
+      "/api/auth/sessions/:session_id/device",
+      {
+        config: { auth: "none" },
+        schema: {
+          summary: "Device code page: the code to enter and where (the link svc printed)",
+          tags,
+          params: SessionParamsSchema,
+          querystring: BridgeQuerySchema,
+        },
+      },
+      async (request, reply) =>
+        browserPage(reply, () => {
+          const session = authSessions.forBrowser(request.params.session_id, request.query.token);
+          return sendSessionPage(reply, session, context.providers.get(session.provider));
         }),
     );
 
@@ -224,10 +255,10 @@ export function authSessionRoutes(context: DaemonContext): FastifyPluginAsyncZod
         config: { auth: "pop-if-present" },
         schema: {
           summary:
-            "Submit the API key: the browser form, or JSON `{api_key}` from the identity that started the session",
+            "Submit an API key or OAuth client credentials: the browser form, or JSON from the identity that started the session",
           tags,
           params: SessionParamsSchema,
-          // One shape for both callers: a PoP caller sends `api_key`; a browser form also sends
+          // One shape for both callers: a PoP caller sends the values; a browser form also sends
           // `token` and `csrf`, whose absence the handler reports as such.
           body: SessionInputSchema.extend({
             token: z
@@ -245,9 +276,8 @@ export function authSessionRoutes(context: DaemonContext): FastifyPluginAsyncZod
         const body = request.body;
         if (request.caller) {
           const session = authSessions.forOwner(id, request.caller.handle);
-          const provider = context.providers.get(session.provider);
-          await submitApiKey(session, provider, body.api_key ?? "");
-          return sessionView(session, daemonBaseUrl(context, request));
+          await submitInput(session, context.providers.get(session.provider), body);
+          return sessionView(session);
         }
         return browserPage(reply, async () => {
           assertSameOrigin(context, request);
@@ -255,28 +285,74 @@ export function authSessionRoutes(context: DaemonContext): FastifyPluginAsyncZod
           authSessions.checkCsrf(session, body.csrf);
           const provider = context.providers.get(session.provider);
           try {
-            await submitApiKey(session, provider, body.api_key ?? "");
+            await submitInput(session, provider, body);
           } catch (error) {
-            // A key in the wrong format: the form again, with the hint as the error.
-            if (error instanceof InvalidInputError && session.status === "waiting_for_user") {
-              return sendApiKeyForm(reply, session, provider, error.message, 400);
+            // Input in the wrong shape: the form again, with the reason as the error.
+            if (error instanceof InvalidInputError && authSessions.isOpen(session)) {
+              return sendSessionPage(reply, session, provider, error.message, 400);
             }
             throw error;
           }
-          return sendOutcomePage(reply, 200, {
-            ok: true,
-            title: `${provider.display_name} connected`,
-            message: `The key is stored encrypted as connection "${session.connection}". Return to your terminal.`,
-          });
+          return sendSessionPage(reply, session, provider);
         });
       },
     );
   };
+
+  /** The input a session waits for: an API key, or the OAuth client the flow needs. */
+  async function submitInput(
+    session: AuthSessionState,
+    provider: Provider,
+    body: SessionInput,
+  ): Promise<void> {
+    if (session.waitingFor === "client_credentials") {
+      await oauthLogins.provideClient(session, provider, body);
+      return;
+    }
+    await submitApiKey(session, provider, body.api_key ?? "");
+  }
+}
+
+const BridgeQuerySchema = z.object({ token: z.string().max(128).optional() });
+
+/** The page for where a session stands: its form, the way on, or how it ended. */
+function sendSessionPage(
+  reply: FastifyReply,
+  session: AuthSessionState,
+  provider: Provider,
+  error?: string,
+  status?: number,
+): FastifyReply {
+  switch (session.waitingFor) {
+    case "api_key":
+      return sendApiKeyForm(reply, session, provider, error, status);
+    case "client_credentials":
+      return sendClientCredentialsForm(reply, session, provider, error, status);
+    case "authorization":
+      return sendContinuePage(reply, provider, session.oauth!.authorizationUrl!);
+    case "device_code":
+      return sendDevicePage(reply, session, provider);
+  }
+  if (session.status === "completed") {
+    return sendOutcomePage(reply, 200, {
+      ok: true,
+      title: `${provider.display_name} connected`,
+      message: `The ${session.flow === "api_key" ? "key" : "sign-in"} is stored encrypted as connection "${session.connection}". Return to your terminal.`,
+    });
+  }
+  if (session.status === "processing") {
+    return sendOutcomePage(reply, 200, {
+      ok: true,
+      title: "Finishing the login",
+      message: "svc is storing the credentials; return to your terminal.",
+    });
+  }
+  throw sessionClosed(session);
 }
 
 function sessionClosed(session: AuthSessionState): SvcError {
   return new OperationNotAllowedError(
-    session.error?.message ?? `this login is ${session.status.replaceAll("_", " ")}; start it again`,
+    session.error?.message ?? `this login is already ${session.status.replaceAll("_", " ")}; start it again`,
   );
 }
 

@@ -128,7 +128,7 @@ export function connectionRoutes(context: DaemonContext): FastifyPluginAsyncZod 
         schema: {
           summary: "Clear every connection and the client credentials of a provider",
           description:
-            "Remote revocation is attempted where the provider supports it (OAuth); API keys are only removed locally.",
+            "OAuth tokens are revoked at the provider's RFC 7009 endpoint first (refresh token, then access token); whatever the outcome, every connection and the stored OAuth client are then removed locally. API keys are only removed locally.",
           tags,
           security,
           params: z.object({ provider: z.string().min(1).max(64) }),
@@ -138,24 +138,33 @@ export function connectionRoutes(context: DaemonContext): FastifyPluginAsyncZod 
       },
       async (request) => {
         const scope = await callerScope(context, request);
-        const { provider } = request.params;
-        context.providers.get(provider);
-        const { records, clientCredentials } = await context.connections.removeAll(scope.vaultId, provider);
-        const remote = records.map((record) => ({
-          connection: record.connection,
-          result: "not_supported" as const,
-          ...(record.credential.type === "api_key"
-            ? { message: "API keys are revoked in the provider's console" }
-            : { message: "remote token revocation is not available in this version" }),
-        }));
+        const provider = context.providers.get(request.params.provider);
+        // Revoke remotely first: the stored client the tokens belong to is removed with them.
+        const before = await context.connections.records(scope.vaultId, provider.name);
+        const remote = [];
+        for (const record of before) {
+          remote.push({
+            connection: record.connection,
+            ...(await context.oauthTokens.revoke(scope.vaultId, provider, record)),
+          });
+        }
+        const { records, clientCredentials } = await context.connections.removeAll(
+          scope.vaultId,
+          provider.name,
+        );
         await scope.audit({
           event: AUDIT_EVENTS.providerRevoked,
           status: "success",
-          provider,
-          detail: { connections: records.length, client_credentials: clientCredentials },
+          provider: provider.name,
+          detail: {
+            connections: records.length,
+            client_credentials: clientCredentials,
+            remote_revoked: remote.filter((entry) => entry.result === "revoked").length,
+            remote_failed: remote.filter((entry) => entry.result === "failed").length,
+          },
         });
         return {
-          provider,
+          provider: provider.name,
           removed_connections: records.map((record) => record.connection),
           removed_client_credentials: clientCredentials,
           remote,

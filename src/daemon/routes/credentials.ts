@@ -41,7 +41,10 @@ export function credentialRoutes(context: DaemonContext): FastifyPluginAsyncZod 
       async (request, reply) => {
         const scope = await callerScope(context, request);
         reply.header("cache-control", "no-store");
-        return context.credentials.resolve(scope.vaultId, request.body);
+        return context.credentials.resolve(scope.vaultId, request.body, {
+          identity: scope.caller.handle,
+          principal_id: scope.principal.id,
+        });
       },
     );
   };

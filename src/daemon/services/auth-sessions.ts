@@ -1,13 +1,20 @@
 import { randomBytes, timingSafeEqual } from "node:crypto";
 import { EventEmitter } from "node:events";
-import { type AuthSession, type AuthSessionStatus, FINAL_STATUSES } from "../../api/auth-sessions.ts";
+import {
+  type AuthSession,
+  type AuthSessionStatus,
+  FINAL_STATUSES,
+  type WaitingFor,
+} from "../../api/auth-sessions.ts";
 import {
   AuthenticationFailedError,
   NotFoundError,
   OperationNotAllowedError,
   type SvcError,
 } from "../../core/errors.ts";
-import { newId } from "../../core/ids.ts";
+import type { OAuthEndpoints } from "../../flows/oauth/endpoints.ts";
+import type { DeviceAuthorization } from "../../flows/oauth/grants.ts";
+import type { OAuthClient } from "../../flows/oauth/http.ts";
 import type { Flow } from "../../providers/schema.ts";
 
 /** How long a person has to finish a browser step. */
@@ -23,6 +30,20 @@ export interface SessionOwner {
   vaultId: string;
 }
 
+/** The OAuth part of a session: what the flow prepared and what the callback or poller needs. */
+export interface OAuthSessionState {
+  /** `{daemon URL}/auth/callback/oauth`, as sent in the authorization request. */
+  redirectUri: string;
+  endpoints: OAuthEndpoints;
+  /** The client the flow uses; absent while the person still has to enter one. */
+  client?: OAuthClient;
+  /** PKCE: the single-use `state` bound to this session, and the verifier. */
+  state?: string;
+  verifier?: string;
+  authorizationUrl?: string;
+  device?: DeviceAuthorization & { expiresAt: Date };
+}
+
 export interface AuthSessionState {
   id: string;
   owner: SessionOwner;
@@ -31,8 +52,13 @@ export interface AuthSessionState {
   flow: Flow;
   force: boolean;
   scopes?: string[];
+  /** The tenant base URL of a multi-tenant provider. */
   baseUrl?: string;
+  /** The URL the client reached this daemon at: links and the OAuth callback use it. */
+  daemonUrl: string;
   status: AuthSessionStatus;
+  waitingFor?: WaitingFor;
+  oauth?: OAuthSessionState;
   /** The browser capability: the page URL carries it; only its holder may use the pages. */
   bridgeToken: string;
   /** Embedded in the form; a cross-site page cannot read it, so it cannot post the form. */
@@ -55,6 +81,10 @@ function sameSecret(a: string, b: string): boolean {
  */
 export class AuthSessionService {
   readonly #sessions = new Map<string, AuthSessionState>();
+  /** OAuth `state` → session id; an entry is removed when used, so a state works once. */
+  readonly #states = new Map<string, string>();
+  /** Part of every id and state this process hands out: an unknown one from another boot means a restart. */
+  readonly #boot = randomBytes(6).toString("base64url");
   readonly #changes = new EventEmitter();
   readonly #now: () => Date;
   readonly #sweeper: NodeJS.Timeout;
@@ -68,7 +98,10 @@ export class AuthSessionService {
   }
 
   create(
-    input: Omit<AuthSessionState, "id" | "status" | "bridgeToken" | "csrfToken" | "createdAt" | "expiresAt">,
+    input: Omit<
+      AuthSessionState,
+      "id" | "status" | "bridgeToken" | "csrfToken" | "createdAt" | "expiresAt" | "waitingFor" | "oauth"
+    >,
   ): AuthSessionState {
     this.sweep();
     if (this.#sessions.size >= MAX_SESSIONS) {
@@ -79,8 +112,8 @@ export class AuthSessionService {
     const now = this.#now();
     const session: AuthSessionState = {
       ...input,
-      id: newId("ses", 16),
-      status: "waiting_for_user",
+      id: `ses_${this.#boot}${randomBytes(16).toString("base64url")}`,
+      status: "pending",
       bridgeToken: randomBytes(24).toString("base64url"),
       csrfToken: randomBytes(24).toString("base64url"),
       createdAt: now,
@@ -95,7 +128,9 @@ export class AuthSessionService {
     const session = this.#sessions.get(id);
     if (!session) {
       throw new NotFoundError(
-        `auth session ${id} not found: it finished long ago, or the daemon restarted (sessions live in memory); start the login again`,
+        id.startsWith(`ses_${this.#boot}`) || !id.startsWith("ses_")
+          ? `auth session ${id} not found: it finished long ago; start the login again`
+          : `auth session ${id} not found: the daemon restarted since this login began (sessions live in memory); start the login again`,
       );
     }
     if (!FINAL_STATUSES.has(session.status) && session.expiresAt.getTime() <= this.#now().getTime()) {
@@ -135,19 +170,58 @@ export class AuthSessionService {
     }
   }
 
+  /**
+   * Binds an OAuth `state` to the session. The state starts with this boot's id, so the callback
+   * can tell a restarted daemon from a forged or replayed state.
+   */
+  bindState(session: AuthSessionState, random: string): string {
+    const state = `${this.#boot}.${random}`;
+    this.#states.set(state, session.id);
+    return state;
+  }
+
+  /** The session an OAuth callback belongs to. The state is consumed: a second use is refused. */
+  takeState(state: string | undefined): AuthSessionState {
+    const id = state === undefined ? undefined : this.#states.get(state);
+    if (state !== undefined) this.#states.delete(state);
+    const session = id === undefined ? undefined : this.#sessions.get(id);
+    if (!session || session.oauth?.state !== state) {
+      throw new AuthenticationFailedError(
+        state?.includes(".") && !state.startsWith(`${this.#boot}.`)
+          ? "svc restarted since this login began, so it cannot finish it; run `svc login` again"
+          : "this sign-in answer does not belong to a login in progress (it was already used, or did not come from svc); run `svc login` again",
+      );
+    }
+    return this.#lookup(session.id);
+  }
+
   /** Moves a session on; a finished one stays as it is. */
   #set(session: AuthSessionState, status: AuthSessionStatus, error?: AuthSessionState["error"]): void {
     if (FINAL_STATUSES.has(session.status)) return;
     session.status = status;
     if (error) session.error = error;
     if (FINAL_STATUSES.has(status)) {
+      delete session.waitingFor;
+      if (session.oauth?.state) this.#states.delete(session.oauth.state);
       // Forget it a while after it finished; the owner can still read the outcome until then.
       session.expiresAt = new Date(this.#now().getTime() + FINISHED_RETENTION_MS);
     }
     this.#changes.emit(session.id);
   }
 
+  /** The session waits for the person: `pending` for input before the flow can start, else `waiting_for_user`. */
+  waitFor(session: AuthSessionState, waitingFor: WaitingFor): void {
+    session.waitingFor = waitingFor;
+    this.#set(session, waitingFor === "client_credentials" ? "pending" : "waiting_for_user");
+  }
+
+  /** The provider decides how long a device code lives (no cap of ours). */
+  extendUntil(session: AuthSessionState, expiresAt: Date): void {
+    if (!FINAL_STATUSES.has(session.status)) session.expiresAt = expiresAt;
+  }
+
   processing(session: AuthSessionState): void {
+    delete session.waitingFor;
     this.#set(session, "processing");
   }
 
@@ -157,6 +231,14 @@ export class AuthSessionService {
 
   fail(session: AuthSessionState, error: SvcError): void {
     this.#set(session, "failed", error.toBody());
+  }
+
+  expire(session: AuthSessionState, message: string): void {
+    this.#set(session, "expired", { error: "AuthenticationFailedError", message });
+  }
+
+  isOpen(session: AuthSessionState): boolean {
+    return !FINAL_STATUSES.has(session.status);
   }
 
   cancel(session: AuthSessionState): void {
@@ -198,22 +280,53 @@ export class AuthSessionService {
 }
 
 /** The API view of a session. */
-export function sessionView(session: AuthSessionState, baseUrl: string): AuthSession {
-  const open = session.status === "waiting_for_user" || session.status === "pending";
+export function sessionView(session: AuthSessionState): AuthSession {
+  const url = nextUrl(session);
+  const device = session.oauth?.device;
   return {
     session_id: session.id,
     provider: session.provider,
     connection: session.connection,
     flow: session.flow,
     status: session.status,
-    ...(open ? { next: { type: "open_url" as const, url: bridgeUrl(session, baseUrl) } } : {}),
+    ...(url ? { next: { type: "open_url" as const, url } } : {}),
+    ...(session.waitingFor ? { waiting_for: session.waitingFor } : {}),
+    ...(device && session.waitingFor === "device_code"
+      ? {
+          device: {
+            user_code: device.user_code,
+            verification_uri: device.verification_uri,
+            ...(device.verification_uri_complete
+              ? { verification_uri_complete: device.verification_uri_complete }
+              : {}),
+            expires_at: device.expiresAt.toISOString(),
+            interval: device.interval,
+          },
+        }
+      : {}),
+    ...(session.oauth ? { redirect_uri: session.oauth.redirectUri } : {}),
     created_at: session.createdAt.toISOString(),
     expires_at: session.expiresAt.toISOString(),
     ...(session.error ? { error: session.error } : {}),
   };
 }
 
-/** The browser page of a session: the input form, carrying the session's bridge token. */
-export function bridgeUrl(session: AuthSessionState, baseUrl: string): string {
-  return `${baseUrl.replace(/\/+$/, "")}/api/auth/sessions/${session.id}/input?token=${session.bridgeToken}`;
+/** Where the person goes next: the input page, the provider's sign-in, or the device page. */
+function nextUrl(session: AuthSessionState): string | undefined {
+  switch (session.waitingFor) {
+    case "api_key":
+    case "client_credentials":
+      return bridgeUrl(session, "input");
+    case "device_code":
+      return bridgeUrl(session, "device");
+    case "authorization":
+      return session.oauth?.authorizationUrl;
+    default:
+      return undefined;
+  }
+}
+
+/** A browser page of a session (the input form, the device page), carrying the session's bridge token. */
+export function bridgeUrl(session: AuthSessionState, page: "input" | "device"): string {
+  return `${session.daemonUrl}/api/auth/sessions/${session.id}/${page}?token=${session.bridgeToken}`;
 }

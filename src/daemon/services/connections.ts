@@ -1,7 +1,7 @@
 import type { Connection } from "../../api/connections.ts";
 import { ConnectionAlreadyExistsError, ConnectionNotFoundError } from "../../core/errors.ts";
 import { redactSecret } from "../../core/redact.ts";
-import type { AuthType, Flow } from "../../providers/schema.ts";
+import type { AuthType, Flow, TokenAuthMethod } from "../../providers/schema.ts";
 import type { VaultService } from "../../vault/vault-service.ts";
 
 /**
@@ -26,8 +26,26 @@ export type StoredCredential =
       token_type: string;
       /** ISO time the access token expires; absent when the server did not say. */
       expires_at?: string;
+      /** ISO time the access token was obtained (for its lifetime). */
+      issued_at?: string;
       scopes: string[];
+      /** The client the tokens were issued to: a refresh must use the same one. */
+      client_id?: string;
+      /** Set when the last refresh was refused; cleared by the next successful one. */
+      refresh_failed?: { at: string; error: string };
     };
+
+/** An OAuth client for a provider: entered by the person, or registered by svc (RFC 7591). */
+export interface StoredClientCredentials {
+  client_id: string;
+  client_secret?: string;
+  token_auth_method: TokenAuthMethod;
+  source: "user" | "registered";
+  /** Registered clients: where and for which callback; either changing means registering again. */
+  registration_endpoint?: string;
+  redirect_uri?: string;
+  created_at: string;
+}
 
 export interface ConnectionRecord {
   provider: string;
@@ -65,7 +83,8 @@ export function connectionView(
   const { credential } = record;
   const expiry = expiresAt(record);
   let status: Connection["status"] = "active";
-  if (credential.type === "oauth2" && expiry && Date.parse(expiry) <= now.getTime()) {
+  if (credential.type === "oauth2" && credential.refresh_failed) status = "refresh_failed";
+  else if (credential.type === "oauth2" && expiry && Date.parse(expiry) <= now.getTime()) {
     status = credential.refresh_token ? "refresh_due" : "expired";
   }
   return {
@@ -78,6 +97,9 @@ export function connectionView(
     created_at: record.created_at,
     updated_at: record.updated_at,
     expires_at: expiry,
+    ...(credential.type === "oauth2" && credential.refresh_failed
+      ? { refresh_error: `${credential.refresh_failed.error} (${credential.refresh_failed.at})` }
+      : {}),
     ...(record.base_url ? { base_url: record.base_url } : {}),
     credential:
       credential.type === "api_key"
@@ -243,6 +265,26 @@ export class ConnectionService {
       return { records, clientCredentials };
     } finally {
       this.#index.delete(vaultId);
+    }
+  }
+
+  /** The OAuth client stored for a provider, if any. */
+  async clientCredentials(vaultId: string, provider: string): Promise<StoredClientCredentials | undefined> {
+    return this.#vault.get<StoredClientCredentials>(vaultId, `${CLIENT_CREDENTIALS}${provider}`);
+  }
+
+  async saveClientCredentials(
+    vaultId: string,
+    provider: string,
+    client: StoredClientCredentials,
+  ): Promise<void> {
+    await this.#vault.put(vaultId, `${CLIENT_CREDENTIALS}${provider}`, client);
+  }
+
+  /** Removes the provider's stored client if it is still the one with this id. */
+  async forgetClientCredentials(vaultId: string, provider: string, clientId: string): Promise<void> {
+    if ((await this.clientCredentials(vaultId, provider))?.client_id === clientId) {
+      await this.#vault.delete(vaultId, `${CLIENT_CREDENTIALS}${provider}`);
     }
   }
 

@@ -10,6 +10,7 @@ import { apiKeyHeader } from "../../flows/api-key.ts";
 import { decideRoute, expandBaseUrl, oauthEndpoints, RouteTable } from "../../providers/routing.ts";
 import { type Provider, providerApiUrls } from "../../providers/schema.ts";
 import type { ConnectionRecord, ConnectionService, ProviderConnections } from "./connections.ts";
+import type { Actor, OAuthTokenService } from "./oauth-tokens.ts";
 import type { ProviderRegistry } from "./provider-registry.ts";
 
 const TABLE_CACHE_SIZE = 32;
@@ -30,12 +31,19 @@ function loginHint(providers: string[]): string {
 export class CredentialService {
   readonly #registry: ProviderRegistry;
   readonly #connections: ConnectionService;
+  readonly #tokens: OAuthTokenService;
   readonly #now: () => Date;
   readonly #tables = new Map<string, RouteTable>();
 
-  constructor(registry: ProviderRegistry, connections: ConnectionService, now: () => Date) {
+  constructor(
+    registry: ProviderRegistry,
+    connections: ConnectionService,
+    tokens: OAuthTokenService,
+    now: () => Date,
+  ) {
     this.#registry = registry;
     this.#connections = connections;
+    this.#tokens = tokens;
     this.#now = now;
   }
 
@@ -92,7 +100,8 @@ export class CredentialService {
     });
   }
 
-  async resolve(vaultId: string, request: ResolveRequest): Promise<ResolvedCredential> {
+  /** The header for a request; an OAuth token about to expire is refreshed first (audited for `actor`). */
+  async resolve(vaultId: string, request: ResolveRequest, actor: Actor): Promise<ResolvedCredential> {
     const index = await this.#connections.index(vaultId);
     const url = request.host === undefined ? undefined : requestUrl(request.host, request.path ?? "/");
     let provider: Provider;
@@ -108,7 +117,8 @@ export class CredentialService {
     if (!name) {
       throw new ConnectionNotFoundError(`no ${provider.name} connection; run ${loginHint([provider.name])}`);
     }
-    const record = await this.#connections.get(vaultId, provider.name, name);
+    const stored = await this.#connections.get(vaultId, provider.name, name);
+    const record = await this.#tokens.fresh(vaultId, provider, stored, actor);
     return { provider: provider.name, connection: name, ...this.#header(provider, record) };
   }
 
@@ -167,7 +177,7 @@ export class CredentialService {
     const expiresAt = credential.expires_at ?? null;
     if (expiresAt && Date.parse(expiresAt) <= this.#now().getTime()) {
       throw new TokenExpiredError(
-        `the ${provider.name} access token of "${record.connection}" expired at ${expiresAt}; run ${loginHint([provider.name])} again`,
+        `the ${provider.name} access token of "${record.connection}" expired at ${expiresAt}; run ${loginHint([provider.name])} --force`,
       );
     }
     return {
