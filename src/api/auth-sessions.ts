@@ -53,6 +53,10 @@ export const AuthSessionSchema = z
     connection: z.string(),
     flow: FlowSchema,
     status: z.enum(AUTH_SESSION_STATUSES),
+    revision: z
+      .number()
+      .int()
+      .describe("Grows with every change of the session; pass it as `after` to long-poll for the next one."),
     next: z
       .object({ type: z.literal("open_url"), url: z.string() })
       .optional()
@@ -86,7 +90,15 @@ export const SessionWaitQuerySchema = z.object({
     .min(0)
     .max(30)
     .optional()
-    .describe("Seconds to wait for the status to change before answering (long poll, at most 30)."),
+    .describe("Seconds to wait for the session to change before answering (long poll, at most 30)."),
+  after: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .optional()
+    .describe(
+      "The last `revision` the client saw: answer at once if the session changed since, else wait. Without it, wait for the next change.",
+    ),
 });
 
 /**

@@ -235,6 +235,26 @@ describe("long poll", () => {
     expect((await stored("openai", session.connection)).credential).toMatchObject({ api_key: key });
   });
 
+  it("with after=<revision> answers at once when the session changed since, and waits when it has not", async () => {
+    const session = await start();
+    const opened = session.revision;
+    const page = parseForm((await openPage(session)).html);
+    // A change the client has not seen yet, made before it asks.
+    expect(
+      (await postForm(page.action, { token: page.token, csrf: page.csrf, api_key: openaiKey() })).response
+        .status,
+    ).toBe(200);
+    const started = performance.now();
+    const answer = await read(session, t.client, `?wait=20&after=${opened}`);
+    expect(performance.now() - started).toBeLessThan(1_000);
+    expect(answer.revision).toBeGreaterThan(opened);
+
+    const other = await start();
+    const waited = performance.now();
+    expect((await read(other, t.client, `?wait=1&after=${other.revision}`)).status).toBe("waiting_for_user");
+    expect(performance.now() - waited).toBeGreaterThanOrEqual(900);
+  });
+
   it("answers a finished session at once", async () => {
     const session = await start();
     await input(session, openaiKey());

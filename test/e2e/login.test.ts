@@ -159,16 +159,16 @@ describe("svc login, logout, connections and provider list", () => {
     expect(revealed.credential).toMatchObject({ type: "api_key", api_key: key });
   });
 
-  it("exits 4 for an unknown provider and for OAuth providers; 2 for bad arguments; never takes a key as an argument", async () => {
+  it("exits 4 for an unknown provider; 2 for a flow the provider lacks and bad arguments; never takes a key as an argument", async () => {
     const unknown = await sandbox.run(["login", "no-such-provider", "--json"], { input: `${openaiKey()}\n` });
     expect(unknown.code).toBe(4);
     expect(JSON.parse(unknown.stdout)).toMatchObject({ error: "ProviderNotFoundError" });
 
-    const oauth = await sandbox.run(["login", "github", "--json"]);
-    expect(oauth.code).toBe(4);
-    expect(JSON.parse(oauth.stdout)).toMatchObject({
-      error: "OperationNotAllowedError",
-      message: expect.stringMatching(/OAuth/),
+    const noRegistration = await sandbox.run(["login", "github", "--flow", "dcr_pkce", "--json"]);
+    expect(noRegistration.code).toBe(2);
+    expect(JSON.parse(noRegistration.stdout)).toMatchObject({
+      error: "InvalidInputError",
+      message: expect.stringMatching(/supports pkce, device_code/),
     });
 
     expect((await sandbox.run(["login", "openai", "--flow", "magic"])).code).toBe(2);

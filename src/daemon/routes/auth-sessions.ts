@@ -155,7 +155,8 @@ export function authSessionRoutes(context: DaemonContext): FastifyPluginAsyncZod
       {
         schema: {
           summary: "A session's status (only for the identity that started it)",
-          description: "`wait=N` holds the answer up to N seconds (at most 30) until the status changes.",
+          description:
+            "`wait=N` holds the answer up to N seconds (at most 30) until the session changes; with `after=<revision>` it answers at once when the session changed since that revision.",
           tags,
           security: [{ pop: [] }],
           params: SessionParamsSchema,
@@ -166,7 +167,8 @@ export function authSessionRoutes(context: DaemonContext): FastifyPluginAsyncZod
       async (request) => {
         const handle = request.caller!.handle;
         const session = authSessions.forOwner(request.params.session_id, handle);
-        if (request.query.wait) await authSessions.waitForChange(session, request.query.wait * 1000);
+        const { wait, after } = request.query;
+        if (wait) await authSessions.waitForChange(session, wait * 1000, after);
         return sessionView(session);
       },
     );

@@ -57,6 +57,8 @@ export interface AuthSessionState {
   /** The URL the client reached this daemon at: links and the OAuth callback use it. */
   daemonUrl: string;
   status: AuthSessionStatus;
+  /** Counts changes, so a long poll can tell what its client has not seen yet. */
+  revision: number;
   waitingFor?: WaitingFor;
   oauth?: OAuthSessionState;
   /** The browser capability: the page URL carries it; only its holder may use the pages. */
@@ -100,7 +102,15 @@ export class AuthSessionService {
   create(
     input: Omit<
       AuthSessionState,
-      "id" | "status" | "bridgeToken" | "csrfToken" | "createdAt" | "expiresAt" | "waitingFor" | "oauth"
+      | "id"
+      | "status"
+      | "revision"
+      | "bridgeToken"
+      | "csrfToken"
+      | "createdAt"
+      | "expiresAt"
+      | "waitingFor"
+      | "oauth"
     >,
   ): AuthSessionState {
     this.sweep();
@@ -114,6 +124,7 @@ export class AuthSessionService {
       ...input,
       id: `ses_${this.#boot}${randomBytes(16).toString("base64url")}`,
       status: "pending",
+      revision: 0,
       bridgeToken: randomBytes(24).toString("base64url"),
       csrfToken: randomBytes(24).toString("base64url"),
       createdAt: now,
@@ -206,6 +217,12 @@ export class AuthSessionService {
       // Forget it a while after it finished; the owner can still read the outcome until then.
       session.expiresAt = new Date(this.#now().getTime() + FINISHED_RETENTION_MS);
     }
+    this.changed(session);
+  }
+
+  /** Tells long polls the session changed (also for changes that keep the status, like a new poll interval). */
+  changed(session: AuthSessionState): void {
+    session.revision++;
     this.#changes.emit(session.id);
   }
 
@@ -245,8 +262,12 @@ export class AuthSessionService {
     this.#set(session, "cancelled", { error: "InputCancelledError", message: "the login was cancelled" });
   }
 
-  /** Resolves when the session's status changes, or after `ms`. */
-  async waitForChange(session: AuthSessionState, ms: number): Promise<void> {
+  /**
+   * Resolves when the session changes, or after `ms`. With `after` (a revision the client saw) it
+   * resolves at once when the session already moved past it.
+   */
+  async waitForChange(session: AuthSessionState, ms: number, after?: number): Promise<void> {
+    if (after !== undefined && session.revision > after) return;
     if (ms <= 0 || this.#closed || FINAL_STATUSES.has(session.status)) return;
     const remaining = Math.min(ms, Math.max(0, session.expiresAt.getTime() - this.#now().getTime()) + 50);
     await new Promise<void>((resolve) => {
@@ -289,6 +310,7 @@ export function sessionView(session: AuthSessionState): AuthSession {
     connection: session.connection,
     flow: session.flow,
     status: session.status,
+    revision: session.revision,
     ...(url ? { next: { type: "open_url" as const, url } } : {}),
     ...(session.waitingFor ? { waiting_for: session.waitingFor } : {}),
     ...(device && session.waitingFor === "device_code"

@@ -306,6 +306,7 @@ export class OAuthLoginService {
         this.#schedulePoll(session, provider, 0);
       } else if (error instanceof OAuthProtocolError && error.error === "slow_down") {
         device.interval += SLOW_DOWN_STEP_S;
+        this.#sessions.changed(session);
         this.#schedulePoll(session, provider, 0);
       } else if (error instanceof OAuthProtocolError && error.error === "expired_token") {
         this.#expire(session, provider);
