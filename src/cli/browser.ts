@@ -9,6 +9,15 @@ function opener(url: string): { command: string; args: string[] } {
 }
 
 /**
+ * Whether a graphical browser can be expected. Where `xdg-open` is the opener it needs an X11 or
+ * Wayland display; without one (SSH, containers) it would start a text browser in our terminal.
+ */
+export function hasDisplay(env: NodeJS.ProcessEnv, platform: NodeJS.Platform = process.platform): boolean {
+  if (platform === "darwin" || platform === "win32") return true;
+  return Boolean(env.DISPLAY || env.WAYLAND_DISPLAY);
+}
+
+/**
  * Opens `url` in a browser, best effort: never throws and never waits. `SVC_NO_BROWSER=1` (CI,
  * tests, headless machines) skips it; the caller prints the URL either way. Returns whether an
  * opener was started.

@@ -53,7 +53,8 @@ export class Output {
 
   error(error: SvcError): void {
     if (this.options.json) {
-      this.json(error.toBody());
+      // One line, so it can end a stream of JSON lines (`login --json`).
+      this.#stdout(`${JSON.stringify(error.toBody())}\n`);
       return;
     }
     this.#stderr(`${this.colors.red("error:")} ${error.message}\n`);

@@ -1,18 +1,23 @@
+import { setTimeout as sleep } from "node:timers/promises";
 import { type Command, InvalidArgumentError, Option } from "commander";
 import { type AuthSession, type CreateAuthSession, FINAL_STATUSES } from "../../api/auth-sessions.ts";
 import { DEFAULT_CONNECTION, type LoggedOut } from "../../api/connections.ts";
 import type { DaemonClient } from "../../client/daemon-client.ts";
 import {
+  AuthenticationFailedError,
   ConnectionAlreadyExistsError,
+  DaemonUnavailableError,
   errorFromBody,
   InputCancelledError,
   InvalidInputError,
-  UnexpectedError,
+  NotFoundError,
 } from "../../core/errors.ts";
 import { FLOWS, type Flow, type Provider } from "../../providers/schema.ts";
-import { openBrowser } from "../browser.ts";
+import { hasDisplay, openBrowser } from "../browser.ts";
 import type { CliContext } from "../context.ts";
 import { parseConnectionName, segment } from "../format.ts";
+import { onInterrupt } from "../interrupt.ts";
+import { instructions, loginProgress, statusText } from "../login-progress.ts";
 import { cancelled } from "../prompt.ts";
 
 export interface LoginOptions {
@@ -28,11 +33,18 @@ export interface LoginOptions {
 const LONG_POLL_SECONDS = 25;
 /** Masked-prompt attempts when the daemon refuses the key's format. */
 const KEY_ATTEMPTS = 3;
+/** Cancelling is best effort: the login ends either way, and the daemon may be gone. */
+const CANCEL_TIMEOUT_MS = 3000;
+/** How long a waiting login keeps asking an unreachable daemon (a restart takes a few seconds). */
+const RECONNECT_MS = 10_000;
+const RECONNECT_STEP_MS = 500;
 
 /**
- * `svc login <provider>`: starts an auth session, then collects the key from a masked prompt (a
- * terminal), the first line of stdin (a pipe), or the daemon's browser page (`--browser`), and
- * waits for the session to finish. A secret is never taken from the command line.
+ * `svc login <provider>`: starts an auth session. An API key comes from a masked prompt (a
+ * terminal), the first line of stdin (a pipe), or the daemon's browser page (`--browser`); an OAuth
+ * login goes through the pages the session names. A secret is never taken from the command line.
+ * With --json the outcome is the last line on stdout: the completed session, or (printed by
+ * main) the error body.
  */
 export async function runLogin(context: CliContext, provider: string, options: LoginOptions): Promise<void> {
   const client = await context.daemon();
@@ -41,17 +53,21 @@ export async function runLogin(context: CliContext, provider: string, options: L
   try {
     final =
       options.browser || session.flow !== "api_key"
-        ? await completeInBrowser(context, client, session)
+        ? await followSession(context, client, session)
         : await completeWithKey(context, client, session);
   } catch (error) {
-    // Giving up (no key, refused keys, cancelled prompt): the browser link must stop working too.
-    await client.post(`/api/auth/sessions/${segment(session.session_id)}/cancel`).catch(() => undefined);
+    // Giving up (no key, refused keys, cancelled prompt, Ctrl-C): the browser link must stop working too.
+    await client
+      .post(`/api/auth/sessions/${segment(session.session_id)}/cancel`, undefined, {
+        timeoutMs: CANCEL_TIMEOUT_MS,
+      })
+      .catch(() => undefined);
     throw error;
   }
   if (final.status !== "completed") {
     throw errorFromBody(final.error, `the login ended as ${final.status.replaceAll("_", " ")}`);
   }
-  if (context.out.options.json) context.out.json(final);
+  if (context.out.options.json) context.out.line(JSON.stringify(final));
   else
     context.out.status(
       `${context.out.colors.green("✓")} Connected ${final.provider} (connection "${final.connection}")`,
@@ -128,32 +144,93 @@ async function completeWithKey(
   }
 }
 
-/** The browser path: print (and open) the session's page, then long-poll until the session finishes. */
-async function completeInBrowser(
+/**
+ * The browser paths: shows (and opens) every page the session asks for, then long-polls until it
+ * finishes. With --json an OAuth login prints each open state as one line on stdout (an API key's
+ * stdout stays one JSON document: the final session). Ctrl-C stops waiting with InputCancelledError.
+ */
+async function followSession(
   context: CliContext,
   client: DaemonClient,
   session: AuthSession,
 ): Promise<AuthSession> {
-  const url = session.next?.url;
-  if (!url) throw new UnexpectedError("the daemon gave no page to open for this login");
-  const what = session.flow === "api_key" ? "enter the API key" : "sign in";
-  context.out.notice(`Open this link in a browser to ${what}:\n  ${url}`);
-  if (openBrowser(url, context.io.env)) context.out.status("Opening your browser…");
-  context.out.status(
-    `Waiting for the browser (the link works until ${new Date(session.expires_at).toLocaleTimeString()}; Ctrl-C stops waiting)…`,
-  );
+  const name = await client
+    .get<Provider>(`/api/providers/${segment(session.provider)}`)
+    .then((definition) => definition.display_name)
+    .catch(() => session.provider);
+  const states = context.out.options.json && session.flow !== "api_key";
+  // --browser asked for a browser; an OAuth login opens one only where a graphical one can run.
+  const open = session.flow === "api_key" || hasDisplay(context.io.env);
+  const progress = loginProgress(context.out, context.io.stderr);
+  const interrupt = onInterrupt();
+  let previous: AuthSession | undefined;
   let current = session;
-  while (!FINAL_STATUSES.has(current.status)) {
-    const previous = current.status;
-    current = await client.get<AuthSession>(
-      `/api/auth/sessions/${segment(session.session_id)}?wait=${LONG_POLL_SECONDS}`,
-      { timeoutMs: (LONG_POLL_SECONDS + 15) * 1000 },
-    );
-    if (current.status !== previous && !FINAL_STATUSES.has(current.status)) {
-      context.out.status(`… ${current.status.replaceAll("_", " ")}`);
+  try {
+    while (!FINAL_STATUSES.has(current.status)) {
+      if (states && current.revision !== previous?.revision) context.out.line(JSON.stringify(current));
+      const steps = instructions(previous, current, name);
+      if (steps) {
+        progress.notice(steps);
+        if (open && openBrowser(current.next!.url, context.io.env)) progress.note("Opening your browser…");
+        if (!previous) {
+          const until = new Date(current.expires_at).toLocaleTimeString();
+          progress.note(`The login stays open until ${until}; Ctrl-C cancels it.`);
+        }
+      }
+      progress.status(statusText(current, name));
+      previous = current;
+      current = await nextState(client, current, interrupt.interrupted);
     }
+    return current;
+  } finally {
+    progress.stop();
+    interrupt.dispose();
   }
-  return current;
+}
+
+/**
+ * The session's next state: a long poll, given up on Ctrl-C. A daemon that is briefly unreachable
+ * (restarting) is asked again, so the one that comes back can say whether it still knows the login.
+ */
+async function nextState(
+  client: DaemonClient,
+  current: AuthSession,
+  interrupted: Promise<void>,
+): Promise<AuthSession> {
+  const path = `/api/auth/sessions/${segment(current.session_id)}`;
+  let unreachableSince: number | undefined;
+  for (;;) {
+    try {
+      // `after`: a change that happened before this request arrived is answered at once, not missed.
+      const poll = client.get<AuthSession>(`${path}?wait=${LONG_POLL_SECONDS}&after=${current.revision}`, {
+        timeoutMs: (LONG_POLL_SECONDS + 15) * 1000,
+      });
+      const next = await unlessInterrupted(poll, interrupted);
+      if (next.waiting_for === "client_credentials" && next.revision === current.revision) {
+        // A whole poll without news: the client may have been stored meanwhile by another route
+        // (another login's page); resume picks it up, and refuses (ignored) while there is none.
+        return await client.post<AuthSession>(`${path}/resume`).catch(() => next);
+      }
+      return next;
+    } catch (error) {
+      // The daemon forgot the session (it restarted): the login failed; nothing is "not found".
+      if (error instanceof NotFoundError) throw new AuthenticationFailedError(error.message);
+      if (!(error instanceof DaemonUnavailableError)) throw error;
+      unreachableSince ??= Date.now();
+      if (Date.now() - unreachableSince > RECONNECT_MS) throw error;
+    }
+    await unlessInterrupted(sleep(RECONNECT_STEP_MS), interrupted);
+  }
+}
+
+/** `promise`, unless Ctrl-C comes first: then the login is cancelled and the promise dropped. */
+async function unlessInterrupted<T>(promise: Promise<T>, interrupted: Promise<void>): Promise<T> {
+  const outcome = await Promise.race([
+    promise.then((value) => ({ value })),
+    interrupted.then(() => undefined),
+  ]);
+  if (!outcome) throw cancelled("login");
+  return outcome.value;
 }
 
 export async function runLogout(context: CliContext, provider: string, connection: string): Promise<void> {
@@ -188,7 +265,7 @@ export function registerLoginCommands(program: Command, contextFor: (command: Co
   program
     .command("login")
     .description(
-      "Connect a provider: API keys come from a masked prompt, the first line of stdin, or --browser; never from arguments",
+      "Connect a provider: OAuth through the browser (or a device code); API keys from a masked prompt, the first line of stdin, or --browser; never from arguments",
     )
     .argument("<provider>", "provider name (see `svc provider list`)")
     .option("--connection <name>", "connection name", parseConnectionName, DEFAULT_CONNECTION)
