@@ -2,7 +2,9 @@
  * The load generator of `npm run bench:proxy`, run as a child (directly, inside `svc run`, or
  * behind mitmdump): keep-alive HTTPS requests with `fetch` at a fixed concurrency for a fixed
  * time. The proxy, if any, comes from HTTPS_PROXY with NODE_USE_ENV_PROXY=1. Prints one JSON line.
- * Input: BENCH_LOAD = {"url", "concurrency", "seconds", "warmupSeconds", "expectHeader"?}.
+ * Input: BENCH_LOAD = {"url", "concurrency", "seconds", "warmupSeconds"}. Writes `measuring` and
+ * `measured` lines to stderr around the measured phase, so the parent can read the other processes'
+ * CPU time over exactly that phase.
  */
 import { quantile } from "./stats.ts";
 
@@ -37,9 +39,13 @@ async function phase(seconds: number, latencies?: number[]): Promise<number> {
 
 await phase(spec.warmupSeconds);
 const latencies: number[] = [];
+process.stderr.write("measuring\n");
+const cpuBefore = process.cpuUsage();
 const started = performance.now();
 const failures = await phase(spec.seconds, latencies);
 const elapsed = (performance.now() - started) / 1000;
+const cpu = process.cpuUsage(cpuBefore);
+process.stderr.write("measured\n");
 latencies.sort((a, b) => a - b);
 process.stdout.write(
   `${JSON.stringify({
@@ -48,5 +54,6 @@ process.stdout.write(
     rps: Math.round(latencies.length / elapsed),
     p50_ms: Math.round(quantile(latencies, 0.5) * 1000) / 1000,
     p99_ms: Math.round(quantile(latencies, 0.99) * 1000) / 1000,
+    cpu_ms: Math.round((cpu.user + cpu.system) / 1000),
   })}\n`,
 );

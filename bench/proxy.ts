@@ -2,7 +2,8 @@
  * `npm run bench:proxy`: the same keep-alive HTTPS load (bench/proxy-load.ts) against one local
  * upstream, three ways: direct; through `svc run` (a credential resolve per request); through
  * mitmdump with a one-line addon that sets a static header (the reference peer). Concurrency 1 and
- * 32. Writes bench/results/proxy.json; see docs/performance.md.
+ * 32. Besides latency and throughput it reports the CPU time each process spent per request over the
+ * measured phase. Writes bench/results/proxy.json; see docs/performance.md.
  *
  * Environment: BENCH_SECONDS (per measurement, default 5), BENCH_WARMUP (default 1).
  */
@@ -13,6 +14,7 @@ import os from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { startUpstream, type Upstream } from "../test/support/upstream.ts";
+import { ownCpuMs, processCpuMs } from "./cpu-time.ts";
 import { BenchSandbox, freePort, SVC_BIN } from "./sandbox.ts";
 
 const RESULTS = fileURLToPath(new URL("./results/", import.meta.url));
@@ -28,8 +30,15 @@ interface LoadResult {
   rps: number;
   p50_ms: number;
   p99_ms: number;
+  /** The load generator's own CPU time over the measured phase. */
+  cpu_ms: number;
   injected?: number;
+  /** CPU time per measured request, by process (µs). */
+  cpu_us_per_request?: Record<string, number>;
 }
+
+/** Processes whose CPU time a measurement reports, by name: a pid, or `child` for the spawned one. */
+type Watched = Record<string, number | "child">;
 
 function log(line: string): void {
   process.stderr.write(`bench:proxy: ${line}\n`);
@@ -40,23 +49,50 @@ function parseLoad(stdout: string): LoadResult {
   return JSON.parse(line) as LoadResult;
 }
 
-/** Runs a child asynchronously (the upstream lives in this process and must keep serving). */
-function runAsync(command: string[], env: NodeJS.ProcessEnv): Promise<string> {
+/**
+ * Runs a child asynchronously (the upstream lives in this process and must keep serving). Reads the
+ * CPU time of `watched` and of this process (`upstream`) at the load generator's `measuring` and
+ * `measured` lines; returns the child's stdout and those CPU times, in ms.
+ */
+function runAsync(
+  command: string[],
+  env: NodeJS.ProcessEnv,
+  watched: Watched,
+): Promise<{ stdout: string; cpuMs: Record<string, number> }> {
   return new Promise((resolve, reject) => {
     const child = spawn(command[0]!, command.slice(1), { env, stdio: ["ignore", "pipe", "pipe"] });
+    const read = (): Record<string, number | undefined> => ({
+      upstream: ownCpuMs(),
+      ...Object.fromEntries(
+        Object.entries(watched).map(([name, pid]) => [
+          name,
+          processCpuMs(pid === "child" ? child.pid! : pid),
+        ]),
+      ),
+    });
+    let before: Record<string, number | undefined> = {};
+    const cpuMs: Record<string, number> = {};
     let stdout = "";
     let stderr = "";
     child.stdout.on("data", (chunk: Buffer) => {
       stdout += chunk.toString();
     });
     child.stderr.on("data", (chunk: Buffer) => {
-      stderr += chunk.toString();
+      const text = chunk.toString();
+      stderr += text;
+      if (/^measuring$/m.test(text)) before = read();
+      if (/^measured$/m.test(text)) {
+        for (const [name, after] of Object.entries(read())) {
+          const start = before[name];
+          if (after !== undefined && start !== undefined) cpuMs[name] = after - start;
+        }
+      }
     });
     const timer = setTimeout(() => child.kill("SIGKILL"), (SECONDS + WARMUP + 60) * 1000);
     child.once("error", reject);
     child.once("close", (code) => {
       clearTimeout(timer);
-      if (code === 0) resolve(stdout);
+      if (code === 0) resolve({ stdout, cpuMs });
       else reject(new Error(`${command.join(" ")} exited ${code}: ${stderr}`));
     });
   });
@@ -66,8 +102,21 @@ function loadSpec(url: string, concurrency: number): string {
   return JSON.stringify({ url, concurrency, seconds: SECONDS, warmupSeconds: WARMUP });
 }
 
-async function load(command: string[], env: NodeJS.ProcessEnv, url: string, concurrency: number) {
-  return parseLoad(await runAsync(command, { ...env, BENCH_LOAD: loadSpec(url, concurrency) }));
+async function load(
+  command: string[],
+  env: NodeJS.ProcessEnv,
+  url: string,
+  concurrency: number,
+  watched: Watched = {},
+): Promise<LoadResult> {
+  const run = await runAsync(command, { ...env, BENCH_LOAD: loadSpec(url, concurrency) }, watched);
+  const result = parseLoad(run.stdout);
+  const perRequest = (ms: number) => Math.round((ms * 1000) / Math.max(result.requests, 1));
+  const cpu = { load: result.cpu_ms, ...run.cpuMs };
+  return {
+    ...result,
+    cpu_us_per_request: Object.fromEntries(Object.entries(cpu).map(([name, ms]) => [name, perRequest(ms)])),
+  };
 }
 
 /** Counts the upstream requests since the last call that carried `expected` as Authorization. */
@@ -119,6 +168,10 @@ async function startMitmdump(
       `confdir=${dir}`,
       "--set",
       "connection_strategy=lazy",
+      // The addon picks the upstream; without this mitmdump first resolves and connects to the
+      // CONNECT host to copy its certificate, and waits seconds on a DNS lookup that cannot succeed.
+      "--set",
+      "upstream_cert=false",
       "--ssl-insecure",
       "-s",
       addon,
@@ -172,11 +225,13 @@ try {
     row.direct = await load([node, LOAD], directEnv, directUrl, concurrency);
     upstream.seen.length = 0;
     log(`concurrency ${concurrency}: svc run`);
+    const daemonPid = sandbox.daemonPid();
     const svcResult = await load(
       [node, SVC_BIN, "run", "--", node, LOAD],
       { ...sandbox.env, ...proxyEnv },
       proxiedUrl,
       concurrency,
+      { proxy: "child", ...(daemonPid === undefined ? {} : { daemon: daemonPid }) },
     );
     row.svc = { ...svcResult, injected: injectedSince(upstream, `Bearer ${KEY}`) };
     if (mitm) {
@@ -191,6 +246,7 @@ try {
         },
         proxiedUrl,
         concurrency,
+        { proxy: mitm.child.pid! },
       );
       row.mitmdump = { ...mitmResult, injected: injectedSince(upstream, `Bearer ${KEY}`) };
     }
