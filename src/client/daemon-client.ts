@@ -34,6 +34,8 @@ export interface RequestOptions {
   /** `pop` (default), `none`, or `self-signed` (the same token; the daemon checks it against `iss`). */
   auth?: "pop" | "none";
   timeoutMs?: number;
+  /** `false` keeps the exchange out of `trace`: the proxy's per-request resolves would add a line each. */
+  trace?: boolean;
 }
 
 const keepAliveHttp = new http.Agent({ keepAlive: true, maxSockets: 64 });
@@ -106,7 +108,9 @@ export class DaemonClient {
     }
     const started = performance.now();
     const { status, text } = await this.#exchange(method, pathAndQuery, headers, body, options.timeoutMs);
-    this.#trace?.({ method, path: pathAndQuery, status, ms: Math.round(performance.now() - started) });
+    if (options.trace !== false) {
+      this.#trace?.({ method, path: pathAndQuery, status, ms: Math.round(performance.now() - started) });
+    }
     let parsed: unknown;
     try {
       parsed = text ? JSON.parse(text) : undefined;

@@ -54,6 +54,8 @@ interface ParsedToken {
 const ED25519_SIGNATURE_LENGTH = 64;
 const HEX_SHA256 = /^[0-9a-f]{64}$/;
 const MAX_DID_LENGTH = 128;
+/** Reused: a decoder without `stream` keeps no state between calls. */
+const STRICT_UTF8 = new TextDecoder("utf-8", { fatal: true });
 
 /**
  * Verifies the PoP token of a request to a protected route and returns its claims. Throws
@@ -141,7 +143,7 @@ function decodeJsonObject(encoded: string, part: "header" | "payload"): Record<s
   if (!bytes) throw fail(`PoP token is malformed: the ${part} is not base64url.`);
   let value: unknown;
   try {
-    value = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(bytes));
+    value = JSON.parse(STRICT_UTF8.decode(bytes));
   } catch {
     throw fail(`PoP token is malformed: the ${part} is not JSON.`);
   }

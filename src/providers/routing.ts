@@ -30,6 +30,8 @@ interface CompiledEntry {
   /** Whether some request to this origin could match (what a proxy must intercept). */
   coversOrigin: (origin: URL) => boolean;
   rank: number;
+  /** A host or prefix entry matches requests to this origin only (the table indexes it by that). */
+  origin?: string;
 }
 
 /**
@@ -60,12 +62,6 @@ export interface RouteCandidate {
 
 /** What the table needs to know of a provider. */
 export type RoutableProvider = Pick<ProviderDefinition, "name" | "api_url" | "oauth">;
-
-/** A URL endpoint on which credentials must never be injected. */
-interface ProtectedEndpoint {
-  origin: string;
-  path: string;
-}
 
 function defaultPort(protocol: string): string {
   return protocol === "http:" ? "80" : "443";
@@ -113,7 +109,14 @@ function compileEntry(
     const [host, port = "443"] = resolved.split(":");
     const test = (url: URL) =>
       url.protocol === "https:" && url.hostname === host && (url.port || "443") === port;
-    return { provider, entry, rank: HOST_RANK_BASE + 1, test, coversOrigin: test };
+    return {
+      provider,
+      entry,
+      rank: HOST_RANK_BASE + 1,
+      test,
+      coversOrigin: test,
+      origin: `https://${host}:${port}`,
+    };
   }
   let prefix: URL;
   try {
@@ -131,6 +134,7 @@ function compileEntry(
       originOf(url) === origin &&
       (base === "/" || url.pathname === base || url.pathname.startsWith(`${base}/`)),
     coversOrigin: (url) => originOf(url) === origin,
+    origin,
   };
 }
 
@@ -157,10 +161,16 @@ export interface RouteTableInput {
   oauthEndpoints?: readonly string[];
 }
 
-/** A compiled, immutable routing table. Build once per provider set; match many times. */
+/**
+ * A compiled, immutable routing table. Build once per provider set; match many times (the proxy and
+ * the daemon match every request), so host and prefix entries are indexed by origin.
+ */
 export class RouteTable {
   readonly #entries: CompiledEntry[] = [];
-  readonly #protected: ProtectedEndpoint[] = [];
+  readonly #byOrigin = new Map<string, CompiledEntry[]>();
+  readonly #regexes: CompiledEntry[] = [];
+  /** `origin + path` of every OAuth endpoint. */
+  readonly #protected = new Set<string>();
 
   constructor(inputs: Iterable<RouteTableInput>) {
     for (const { provider, baseUrls = [], oauthEndpoints: listed = [] } of inputs) {
@@ -176,17 +186,28 @@ export class RouteTable {
           const key = `${compiled?.entry}|${expandBaseUrl(entry, base)}`;
           if (!compiled || seen.has(key)) continue;
           seen.add(key);
-          this.#entries.push(compiled);
+          this.#add(compiled);
         }
         for (const endpoint of oauthEndpoints(provider, base)) this.#protect(endpoint);
       }
     }
   }
 
+  #add(entry: CompiledEntry): void {
+    this.#entries.push(entry);
+    if (entry.origin === undefined) {
+      this.#regexes.push(entry);
+      return;
+    }
+    const sameOrigin = this.#byOrigin.get(entry.origin);
+    if (sameOrigin) sameOrigin.push(entry);
+    else this.#byOrigin.set(entry.origin, [entry]);
+  }
+
   #protect(endpoint: string): void {
     try {
       const url = new URL(endpoint);
-      this.#protected.push({ origin: originOf(url), path: trimSlash(url.pathname) });
+      this.#protected.add(`${originOf(url)}${trimSlash(url.pathname)}`);
     } catch {
       // Validated by the schema; an unparsable endpoint cannot be requested either.
     }
@@ -194,9 +215,7 @@ export class RouteTable {
 
   /** Whether the URL is one of any provider's OAuth endpoints (never injected). */
   isOAuthEndpoint(url: URL): boolean {
-    const origin = originOf(url);
-    const path = trimSlash(url.pathname);
-    return this.#protected.some((endpoint) => endpoint.origin === origin && endpoint.path === path);
+    return this.#protected.has(`${originOf(url)}${trimSlash(url.pathname)}`);
   }
 
   /**
@@ -216,11 +235,15 @@ export class RouteTable {
   /** Every provider whose entries match, best rank first, one candidate per provider. */
   candidates(url: URL): RouteCandidate[] {
     const best = new Map<string, RouteCandidate>();
-    for (const entry of this.#entries) {
-      if (!entry.test(url)) continue;
-      const current = best.get(entry.provider);
-      if (!current || entry.rank > current.rank) {
-        best.set(entry.provider, { provider: entry.provider, entry: entry.entry, rank: entry.rank });
+    // Each group keeps the entries' order, and a regex never ties with a host or prefix entry, so
+    // this picks what one pass over every entry would.
+    for (const group of [this.#byOrigin.get(originOf(url)), this.#regexes]) {
+      for (const entry of group ?? []) {
+        if (!entry.test(url)) continue;
+        const current = best.get(entry.provider);
+        if (!current || entry.rank > current.rank) {
+          best.set(entry.provider, { provider: entry.provider, entry: entry.entry, rank: entry.rank });
+        }
       }
     }
     return [...best.values()].sort((a, b) => b.rank - a.rank || (a.provider < b.provider ? -1 : 1));

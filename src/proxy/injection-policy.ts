@@ -175,12 +175,17 @@ export class InjectionPolicy implements ProxyPolicy {
     let pending = this.#inFlight.get(key);
     if (!pending) {
       pending = this.#client
-        .post<ResolvedCredential>("/api/credentials/resolve", {
-          host: authority,
-          path: `${url.pathname}${url.search}`,
-          provider,
-          ...(connection ? { connection } : {}),
-        })
+        .post<ResolvedCredential>(
+          "/api/credentials/resolve",
+          {
+            host: authority,
+            path: `${url.pathname}${url.search}`,
+            provider,
+            ...(connection ? { connection } : {}),
+          },
+          // Each proxied request is audited already; a debug-log line each would be a file write each.
+          { trace: false },
+        )
         .finally(() => this.#inFlight.delete(key));
       this.#inFlight.set(key, pending);
     }

@@ -37,10 +37,15 @@ export function scrubHeaders<H extends http.IncomingHttpHeaders | HeaderValues>(
   secrets: readonly string[],
 ): H {
   const usable = searchable(secrets);
-  // An alternation tries its branches in order, so longest first gives the same leftmost-longest
-  // matches as SecretScrubber.
-  const pattern = usable.length > 0 ? new RegExp(usable.map(escapeRegExp).join("|"), "g") : undefined;
-  const scrub = (value: string) => (pattern ? value.replace(pattern, PLACEHOLDER) : value);
+  let pattern: RegExp | undefined;
+  const scrub = (value: string) => {
+    // Almost no response echoes a secret: the pattern is compiled only for one that does.
+    if (!usable.some((secret) => value.includes(secret))) return value;
+    // An alternation tries its branches in order, so longest first gives the same leftmost-longest
+    // matches as SecretScrubber.
+    pattern ??= new RegExp(usable.map(escapeRegExp).join("|"), "g");
+    return value.replace(pattern, PLACEHOLDER);
+  };
   const scrubbed: HeaderValues = {};
   for (const [name, value] of Object.entries(headers)) {
     scrubbed[name] = Array.isArray(value) ? value.map(scrub) : value === undefined ? value : scrub(value);

@@ -8,8 +8,8 @@ import http from "node:http";
 import https from "node:https";
 import net from "node:net";
 import type { Duplex, Readable } from "node:stream";
-import { pipeline } from "node:stream";
 import tls from "node:tls";
+import { pump } from "./pump.ts";
 import { scrubbedBody, scrubHeaders } from "./scrub.ts";
 import { UpgradeResponseScrubber } from "./upgrade-scrub.ts";
 
@@ -301,7 +301,7 @@ export class ProxyServer {
       }
       for (const name of Object.keys(headers)) if (HOP_BY_HOP.has(name)) delete headers[name];
       response.writeHead(upstreamResponse.statusCode ?? 502, headers);
-      pipeline(body, response, (error) => {
+      pump(body, response, (error) => {
         finish({ status: upstreamResponse.statusCode, ...(error ? { error: error.message } : {}) });
       });
     });
@@ -321,7 +321,7 @@ export class ProxyServer {
         finish({ error: error.message });
       }
     });
-    pipeline(request, upstream, () => {});
+    pump(request, upstream, () => {});
   }
 
   /** A WebSocket (or other) upgrade: the handshake gets the planned headers, then bytes flow both ways. */
@@ -406,7 +406,7 @@ export class ProxyServer {
       const headers = { ...upstreamResponse.headers };
       for (const name of Object.keys(headers)) if (HOP_BY_HOP.has(name)) delete headers[name];
       response.writeHead(upstreamResponse.statusCode ?? 502, headers);
-      pipeline(upstreamResponse, response, () => {});
+      pump(upstreamResponse, response, () => {});
     });
     upstream.on("error", (error) => {
       if (response.headersSent) response.destroy(error);
@@ -415,6 +415,6 @@ export class ProxyServer {
         response.end(proxyError(`svc proxy could not reach ${url.host}: ${error.message}`));
       }
     });
-    pipeline(request, upstream, () => {});
+    pump(request, upstream, () => {});
   }
 }

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { InvalidInputError, VaultUnavailableError } from "../core/errors.ts";
-import { deriveKeyEncryptionKey, open, seal } from "./envelope.ts";
+import { deriveKeyEncryptionKey, envelopeKey, open, seal } from "./envelope.ts";
 
 describe("envelope", () => {
   const key = randomBytes(32);
@@ -61,8 +61,19 @@ describe("envelope", () => {
     }
   });
 
+  it("takes the key as bytes or as an imported KeyObject, interchangeably", () => {
+    const imported = envelopeKey(key);
+    const plaintext = Buffer.from("either form");
+    expect(open(imported, seal(key, plaintext, "a"), "a").equals(plaintext)).toBe(true);
+    expect(open(key, seal(imported, plaintext, "a"), "a").equals(plaintext)).toBe(true);
+    expect(() => open(envelopeKey(randomBytes(32)), seal(key, plaintext, "a"), "a")).toThrow(
+      VaultUnavailableError,
+    );
+  });
+
   it("rejects keys of the wrong size", () => {
     expect(() => seal(randomBytes(16), Buffer.from("x"), "a")).toThrow(InvalidInputError);
+    expect(() => envelopeKey(randomBytes(16))).toThrow(InvalidInputError);
     expect(() => deriveKeyEncryptionKey(randomBytes(31))).toThrow(InvalidInputError);
   });
 

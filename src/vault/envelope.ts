@@ -1,4 +1,11 @@
-import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from "node:crypto";
+import {
+  createCipheriv,
+  createDecipheriv,
+  createSecretKey,
+  hkdfSync,
+  type KeyObject,
+  randomBytes,
+} from "node:crypto";
 import { InvalidInputError, VaultUnavailableError } from "../core/errors.ts";
 
 /**
@@ -14,6 +21,18 @@ const TAG_BYTES = 16;
 const HEADER_BYTES = 1 + NONCE_BYTES;
 const KEK_INFO = "svc/vault/kek/v1";
 
+/**
+ * A 32-byte AES-256-GCM key: raw bytes, or a KeyObject (envelopeKey) for a key used many times,
+ * since a raw key is imported again on every seal and open (three times the cost of a small open).
+ */
+export type EnvelopeKey = Buffer | KeyObject;
+
+/** The key as a KeyObject, imported once. */
+export function envelopeKey(raw: Buffer): KeyObject {
+  assertKey(raw);
+  return createSecretKey(raw);
+}
+
 /** The key-encryption key: HKDF-SHA256(master secret, salt = empty, info = "svc/vault/kek/v1"), 32 bytes. */
 export function deriveKeyEncryptionKey(masterSecret: Buffer): Buffer {
   if (!Buffer.isBuffer(masterSecret) || masterSecret.length !== KEY_BYTES) {
@@ -22,7 +41,7 @@ export function deriveKeyEncryptionKey(masterSecret: Buffer): Buffer {
   return Buffer.from(hkdfSync("sha256", masterSecret, Buffer.alloc(0), KEK_INFO, KEY_BYTES));
 }
 
-export function seal(key: Buffer, plaintext: Buffer, aad: string): string {
+export function seal(key: EnvelopeKey, plaintext: Buffer, aad: string): string {
   assertKey(key);
   const nonce = randomBytes(NONCE_BYTES);
   const cipher = createCipheriv("aes-256-gcm", key, nonce, { authTagLength: TAG_BYTES });
@@ -35,7 +54,7 @@ export function seal(key: Buffer, plaintext: Buffer, aad: string): string {
  * Opens a sealed value. Any defect (not base64, truncated, unknown version, altered byte, wrong
  * key, wrong associated data) throws VaultUnavailableError; the message names neither key nor data.
  */
-export function open(key: Buffer, sealed: string, aad: string): Buffer {
+export function open(key: EnvelopeKey, sealed: string, aad: string): Buffer {
   assertKey(key);
   if (typeof sealed !== "string" || !/^[A-Za-z0-9+/]*={0,2}$/.test(sealed)) {
     throw new VaultUnavailableError("sealed value is not valid base64 (the stored record is damaged)");
@@ -65,8 +84,9 @@ export function open(key: Buffer, sealed: string, aad: string): Buffer {
   }
 }
 
-function assertKey(key: Buffer): void {
-  if (!Buffer.isBuffer(key) || key.length !== KEY_BYTES) {
+function assertKey(key: EnvelopeKey): void {
+  const size = Buffer.isBuffer(key) ? key.length : key.type === "secret" ? key.symmetricKeySize : 0;
+  if (size !== KEY_BYTES) {
     throw new InvalidInputError(`an encryption key must be ${KEY_BYTES} bytes`);
   }
 }

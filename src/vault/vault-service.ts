@@ -1,9 +1,9 @@
-import { randomBytes } from "node:crypto";
-import { type Kysely, sql } from "kysely";
+import { type KeyObject, randomBytes } from "node:crypto";
+import { type CompiledQuery, type Kysely, sql } from "kysely";
 import { InvalidInputError, NotFoundError, VaultUnavailableError } from "../core/errors.ts";
 import type { Database } from "../store/schema.ts";
 import { SettingsRepository } from "../store/settings.ts";
-import { deriveKeyEncryptionKey, KEY_BYTES, open, seal } from "./envelope.ts";
+import { deriveKeyEncryptionKey, envelopeKey, KEY_BYTES, open, seal } from "./envelope.ts";
 import type { MasterKeyResolution } from "./master-key.ts";
 
 /**
@@ -54,8 +54,14 @@ export class VaultService {
   readonly #settings: SettingsRepository;
   readonly #masterKey: MasterKeyResolution;
   readonly #now: () => Date;
-  readonly #dataKeys = new Map<string, Buffer>();
-  #kek: Buffer | undefined;
+  /** Keys are held as KeyObjects: imported once rather than on every seal and open. */
+  readonly #dataKeys = new Map<string, KeyObject>();
+  #kek: KeyObject | undefined;
+  /**
+   * The entry read every credential resolve makes, compiled once (building a query costs more than
+   * running it); its parameters are `[vaultId, key]`, in the order of its where clauses.
+   */
+  readonly #selectEntry: CompiledQuery<{ value: string }>;
   #status: VaultStatus = { locked: true, reason: "the vault has not been initialised yet" };
   #initialising: Promise<void> | undefined;
 
@@ -64,6 +70,12 @@ export class VaultService {
     this.#settings = new SettingsRepository(options.db);
     this.#masterKey = options.masterKey;
     this.#now = options.now ?? (() => new Date());
+    this.#selectEntry = options.db
+      .selectFrom("vault_entries")
+      .select("value")
+      .where("vault_id", "=", "")
+      .where("key", "=", "")
+      .compile();
   }
 
   get status(): VaultStatus {
@@ -92,7 +104,7 @@ export class VaultService {
       this.#lock(`no master key is available: ${detail}; nothing was modified`);
       return;
     }
-    const kek = deriveKeyEncryptionKey(secret);
+    const kek = envelopeKey(deriveKeyEncryptionKey(secret));
     let stored = await this.#settings.get(KEY_CHECK_SETTING);
     if (stored === undefined) {
       // A vault without a key check: only write one if the existing vault keys (if any) open
@@ -136,7 +148,7 @@ export class VaultService {
     return `the master key from ${backend} does not open this vault (${hint}); nothing was modified. Restore the original master key to unlock it`;
   }
 
-  async #unlocked(): Promise<Buffer> {
+  async #unlocked(): Promise<KeyObject> {
     await this.init();
     if (!this.#kek)
       throw new VaultUnavailableError(`vault locked: ${this.#status.reason ?? "unknown reason"}`);
@@ -212,12 +224,11 @@ export class VaultService {
   async get<T = unknown>(vaultId: string, key: string): Promise<T | undefined> {
     assertEntryKey(key);
     const dataKey = await this.#dataKey(vaultId);
-    const row = await this.#db
-      .selectFrom("vault_entries")
-      .select("value")
-      .where("vault_id", "=", vaultId)
-      .where("key", "=", key)
-      .executeTakeFirst();
+    const { rows } = await this.#db.executeQuery<{ value: string }>({
+      ...this.#selectEntry,
+      parameters: [vaultId, key],
+    });
+    const row = rows[0];
     if (!row) return undefined;
     const plaintext = openEntry(dataKey, vaultId, key, row.value);
     if (plaintext === undefined) {
@@ -301,7 +312,7 @@ export class VaultService {
     let badEntries = 0;
     let totalEntries = 0;
     for (const vault of vaults) {
-      let dataKey: Buffer | undefined;
+      let dataKey: KeyObject | undefined;
       try {
         dataKey = this.#unwrap(kek, vault.id, vault.wrapped_key);
       } catch {
@@ -331,7 +342,7 @@ export class VaultService {
       .executeTakeFirst();
   }
 
-  async #dataKey(vaultId: string): Promise<Buffer> {
+  async #dataKey(vaultId: string): Promise<KeyObject> {
     const kek = await this.#unlocked();
     assertVaultId(vaultId);
     const cached = this.#dataKeys.get(vaultId);
@@ -343,7 +354,7 @@ export class VaultService {
     return dataKey;
   }
 
-  #unwrap(kek: Buffer, vaultId: string, wrapped: string): Buffer {
+  #unwrap(kek: KeyObject, vaultId: string, wrapped: string): KeyObject {
     let dataKey: Buffer | undefined;
     try {
       dataKey = open(kek, wrapped, vaultKeyAad(vaultId));
@@ -355,11 +366,11 @@ export class VaultService {
         `the key of vault ${vaultId} cannot be unwrapped (the stored record was altered or copied from another vault); nothing was modified`,
       );
     }
-    return dataKey;
+    return envelopeKey(dataKey);
   }
 }
 
-function opens(key: Buffer, sealed: string, aad: string): boolean {
+function opens(key: KeyObject, sealed: string, aad: string): boolean {
   try {
     open(key, sealed, aad);
     return true;
@@ -368,7 +379,7 @@ function opens(key: Buffer, sealed: string, aad: string): boolean {
   }
 }
 
-function keyCheckOpens(kek: Buffer, sealed: string): boolean {
+function keyCheckOpens(kek: KeyObject, sealed: string): boolean {
   try {
     return open(kek, sealed, KEY_CHECK_AAD).toString("utf8") === KEY_CHECK_PLAINTEXT;
   } catch {
@@ -377,7 +388,7 @@ function keyCheckOpens(kek: Buffer, sealed: string): boolean {
 }
 
 /** The decoded JSON value, or undefined when the record does not open or is not JSON. */
-function openEntry(dataKey: Buffer, vaultId: string, key: string, sealed: string): unknown {
+function openEntry(dataKey: KeyObject, vaultId: string, key: string, sealed: string): unknown {
   try {
     return JSON.parse(open(dataKey, sealed, vaultEntryAad(vaultId, key)).toString("utf8"));
   } catch {

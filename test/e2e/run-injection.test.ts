@@ -383,6 +383,9 @@ for host in sys.argv[1:]:
       ),
     );
     expect(result.stderr).not.toContain(querySecret);
+    // --verbose traces the run's daemon requests, but not a resolve per proxied request.
+    expect(result.stderr).toContain("path=/api/proxy/routes");
+    expect(result.stderr).not.toContain("/api/credentials/resolve");
     expectOk(
       await run([
         "--deny-unmatched",
