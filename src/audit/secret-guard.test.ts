@@ -72,6 +72,11 @@ describe("looksLikeSecret", () => {
     expect(looksLikeSecret(value)).toBe(false);
   });
 
+  it("still refuses the shortest text a shape matches (values shorter than it skip the patterns)", () => {
+    expect(looksLikeSecret("eyJabcdefgh..")).toBe(true);
+    expect(looksLikeSecret("eyJabcdefg..")).toBe(false);
+  });
+
   it("wants letters and digits in a long run", () => {
     expect(looksLikeSecret("a".repeat(64))).toBe(false);
     expect(looksLikeSecret("1".repeat(64))).toBe(false);
