@@ -80,7 +80,10 @@ async function main(): Promise<void> {
           context.vault.get(vaultId, "connections/openai/default"),
         ),
         "credentials.resolve (the route's work)": await time(() =>
-          context.credentials.resolve(vaultId, request),
+          context.credentials.resolve(vaultId, request, {
+            identity: record.handle,
+            principal_id: record.principal_id!,
+          }),
         ),
         "inject GET /api/health (Fastify, no socket)": await time(() =>
           app.inject({ method: "GET", url: "/api/health", headers: { host } }),
