@@ -253,6 +253,21 @@ console.log(JSON.stringify({ ok: answers.filter((a) => a.status === 200).length,
     expect(await sandbox.json<Connection[]>(["connections", "list", "--provider", RUN_PROVIDER])).toEqual([]);
   });
 
+  it("Ctrl-C while waiting cancels the session at the daemon and exits 2", async () => {
+    const name = fresh("sigint");
+    await register(oauthProvider(name, server, "dcr_pkce"));
+    const login = sandbox.start(["login", name, "--json"], { timeoutMs: 30_000 });
+    const ready = await state(login, (line) => line.waiting_for === "authorization");
+    login.kill("SIGINT");
+    const result = await login.result;
+    expect(result.code).toBe(2);
+    expect(lines(login).at(-1)).toMatchObject({ error: "InputCancelledError" });
+    // The sign-in link is dead: the daemon cancelled the session.
+    const page = await server.browser.authorize(ready.next!.url);
+    expect(page.status).toBe(400);
+    expect(page.body).toMatch(/already used|does not belong|cancelled/);
+  });
+
   it("a daemon restart mid-login ends the login with a clear message (exit 2)", async () => {
     const name = fresh("restart");
     await register(oauthProvider(name, server, "dcr_pkce"));
