@@ -99,19 +99,7 @@ describe("svc login with OAuth, end to end against a real authorization server",
     expect(paused.redirect_uri).toBe(`${callback}/auth/callback/oauth`);
 
     // The person fills in the bridge form.
-    const html = await (await fetch(paused.next!.url)).text();
-    const field = (key: string) => new RegExp(`name="${key}" value="([^"]+)"`).exec(html)![1]!;
-    const saved = await fetch(new URL(`/api/auth/sessions/${paused.session_id}/input`, callback), {
-      method: "POST",
-      headers: { "content-type": "application/x-www-form-urlencoded", origin: callback },
-      body: new URLSearchParams({
-        token: field("token"),
-        csrf: field("csrf"),
-        client_id: client.client_id,
-        client_secret: client.client_secret!,
-      }).toString(),
-    });
-    expect(saved.status).toBe(200);
+    await enterClient(paused, client);
 
     const ready = await state(login, (line) => line.waiting_for === "authorization");
     expect(new URL(ready.next!.url).searchParams.get("code_challenge_method")).toBe("S256");

@@ -215,41 +215,25 @@ export function authSessionRoutes(context: DaemonContext): FastifyPluginAsyncZod
       },
     );
 
-    app.get(
-      "/api/auth/sessions/:session_id/input",
-      {
-        config: { auth: "none" },
-        schema: {
-          summary: "Browser form for an API key or OAuth client credentials (the link svc printed)",
-          tags,
-          params: SessionParamsSchema,
-          querystring: BridgeQuerySchema,
+    // Both pages show where the session stands, so a reload after the step moved on still helps.
+    const pages = [
+      ["input", "Browser form for an API key or OAuth client credentials (the link svc printed)"],
+      ["device", "Device code page: the code to enter and where (the link svc printed)"],
+    ] as const;
+    for (const [page, summary] of pages) {
+      app.get(
+        `/api/auth/sessions/:session_id/${page}`,
+        {
+          config: { auth: "none" },
+          schema: { summary, tags, params: SessionParamsSchema, querystring: BridgeQuerySchema },
         },
-      },
-      async (request, reply) =>
-        browserPage(reply, () => {
-          const session = authSessions.forBrowser(request.params.session_id, request.query.token);
-          return sendSessionPage(reply, session, context.providers.get(session.provider));
-        }),
-    );
-
-    app.get(
-      "/api/auth/sessions/:session_id/device",
-      {
-        config: { auth: "none" },
-        schema: {
-          summary: "Device code page: the code to enter and where (the link svc printed)",
-          tags,
-          params: SessionParamsSchema,
-          querystring: BridgeQuerySchema,
-        },
-      },
-      async (request, reply) =>
-        browserPage(reply, () => {
-          const session = authSessions.forBrowser(request.params.session_id, request.query.token);
-          return sendSessionPage(reply, session, context.providers.get(session.provider));
-        }),
-    );
+        async (request, reply) =>
+          browserPage(reply, () => {
+            const session = authSessions.forBrowser(request.params.session_id, request.query.token);
+            return sendSessionPage(reply, session, context.providers.get(session.provider));
+          }),
+      );
+    }
 
     app.post(
       "/api/auth/sessions/:session_id/input",

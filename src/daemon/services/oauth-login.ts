@@ -331,14 +331,19 @@ export class OAuthLoginService {
       session,
       `the ${provider.display_name} code was not entered in time; run \`svc login ${provider.name}\` again`,
     );
-    void this.#audit.record({
+    void this.#auditFailure(session, provider, "expired_token");
+  }
+
+  /** `provider.login_failed` with `status: failure` and the reason (an OAuth error code or error class). */
+  async #auditFailure(session: AuthSessionState, provider: Provider, reason: string): Promise<void> {
+    await this.#audit.record({
       event: AUDIT_EVENTS.providerLoginFailed,
       status: "failure",
       provider: provider.name,
       connection: session.connection,
       identity: session.owner.handle,
       principal_id: session.owner.principalId,
-      detail: { flow: session.flow, reason: "expired_token" },
+      detail: { flow: session.flow, reason },
     });
   }
 
@@ -384,16 +389,11 @@ export class OAuthLoginService {
       );
     }
     this.#sessions.fail(session, error);
-    const reason = raw instanceof OAuthProtocolError ? raw.error : error.errorName;
-    await this.#audit.record({
-      event: AUDIT_EVENTS.providerLoginFailed,
-      status: "failure",
-      provider: provider.name,
-      connection: session.connection,
-      identity: session.owner.handle,
-      principal_id: session.owner.principalId,
-      detail: { flow: session.flow, reason },
-    });
+    await this.#auditFailure(
+      session,
+      provider,
+      raw instanceof OAuthProtocolError ? raw.error : error.errorName,
+    );
   }
 
   /** Stops every device poller (the daemon is closing). */
