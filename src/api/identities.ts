@@ -23,5 +23,12 @@ export const RegisteredIdentitySchema = z.object({
   principal_id: z.string().optional(),
   principal_role: z.enum(["admin", "user"]).optional(),
   vault_id: z.string().optional(),
+  claim_url: z
+    .string()
+    .optional()
+    .describe(
+      "Unclaimed identity without a local proof: open this link, sign in, and confirm to attach the identity to your account (single use).",
+    ),
+  claim_expires_at: z.string().optional().describe("When `claim_url` stops working."),
 });
 export type RegisteredIdentityRecord = z.infer<typeof RegisteredIdentitySchema>;

@@ -24,6 +24,10 @@ export const AUDIT_EVENTS = {
   credentialRevealed: "credential.revealed",
   credentialResolved: "credential.resolved",
   identityClaimed: "identity.claimed",
+  accountRegistered: "account.registered",
+  accountSignedIn: "account.signed_in",
+  accountSignInFailed: "account.sign_in_failed",
+  accountSignedOut: "account.signed_out",
   proxyRequest: "proxy.request",
 } as const;
 export type AuditEventType = (typeof AUDIT_EVENTS)[keyof typeof AUDIT_EVENTS];

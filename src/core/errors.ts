@@ -6,6 +6,7 @@
 export const ERROR_CATALOGUE = {
   UnexpectedError: { exitCode: 1, httpStatus: 500 },
   AuthenticationFailedError: { exitCode: 2, httpStatus: 401 },
+  RateLimitedError: { exitCode: 2, httpStatus: 429 },
   InputCancelledError: { exitCode: 2, httpStatus: 400 },
   InvalidInputError: { exitCode: 2, httpStatus: 400 },
   ConnectionNotFoundError: { exitCode: 3, httpStatus: 404 },
@@ -63,6 +64,7 @@ function defineError<N extends ErrorName>(errorName: N) {
 
 export const UnexpectedError = defineError("UnexpectedError");
 export const AuthenticationFailedError = defineError("AuthenticationFailedError");
+export const RateLimitedError = defineError("RateLimitedError");
 export const InputCancelledError = defineError("InputCancelledError");
 export const InvalidInputError = defineError("InvalidInputError");
 export const ConnectionNotFoundError = defineError("ConnectionNotFoundError");
@@ -81,6 +83,7 @@ export const VaultUnavailableError = defineError("VaultUnavailableError");
 const CLASSES: Record<ErrorName, new (message: string, options?: ErrorOptions) => SvcError> = {
   UnexpectedError,
   AuthenticationFailedError,
+  RateLimitedError,
   InputCancelledError,
   InvalidInputError,
   ConnectionNotFoundError,

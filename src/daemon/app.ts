@@ -12,6 +12,8 @@ import { registerPopAuth } from "./plugins/pop-auth.ts";
 import { MAX_BODY_BYTES, registerRawBodyJson } from "./plugins/raw-body.ts";
 import { auditRoutes } from "./routes/audit.ts";
 import { authSessionRoutes } from "./routes/auth-sessions.ts";
+import { browserAuthRoutes } from "./routes/browser-auth.ts";
+import { claimRoutes } from "./routes/claim.ts";
 import { connectionRoutes } from "./routes/connections.ts";
 import { credentialRoutes } from "./routes/credentials.ts";
 import { identityRoutes } from "./routes/identities.ts";
@@ -105,5 +107,7 @@ export async function buildApp(
   await app.register(authSessionRoutes(context));
   await app.register(oauthCallbackRoutes(context));
   await app.register(auditRoutes(context));
+  await app.register(browserAuthRoutes(context));
+  await app.register(claimRoutes(context));
   return app;
 }

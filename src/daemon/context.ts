@@ -4,12 +4,15 @@ import type { ReplayCache } from "../identity/pop-token.ts";
 import type { Store } from "../store/store.ts";
 import type { MasterKeyResolution } from "../vault/master-key.ts";
 import type { VaultService } from "../vault/vault-service.ts";
+import type { AttemptLimiter } from "./services/attempt-limiter.ts";
 import type { AuthSessionService } from "./services/auth-sessions.ts";
+import type { BrowserSessionService } from "./services/browser-sessions.ts";
 import type { ConnectionService } from "./services/connections.ts";
 import type { CredentialService } from "./services/credentials.ts";
 import type { IdentityRegistry } from "./services/identity-registry.ts";
 import type { OAuthLoginService } from "./services/oauth-login.ts";
 import type { OAuthTokenService } from "./services/oauth-tokens.ts";
+import type { OneTimeTokens } from "./services/one-time-tokens.ts";
 import type { PrincipalService } from "./services/principals.ts";
 import type { ProbeCache } from "./services/probe-cache.ts";
 import type { ProviderRegistry } from "./services/provider-registry.ts";
@@ -44,4 +47,20 @@ export interface DaemonContext {
   oauthLogins: OAuthLoginService;
   oauthTokens: OAuthTokenService;
   audit: AuditLog;
+  browserSessions: BrowserSessionService;
+  /** One-time dashboard sign-in links a PoP-authenticated CLI asked for (`POST /api/session`). */
+  dashboardLinks: OneTimeTokens<{ principalId: string }>;
+  /** Claim links for identities registered without local proof (remote daemons). */
+  claims: OneTimeTokens<{ handle: string; did: string }>;
+  /** Failed dashboard sign-ins per account email, and sign-in or registration attempts per client address. */
+  signInLimits: { perEmail: AttemptLimiter; perAddress: AttemptLimiter };
 }
+
+/** A dashboard link is opened right after `svc dashboard` asks for it. */
+export const DASHBOARD_LINK_TTL_MS = 60_000;
+/** Long enough to sign in (or register) in the browser before confirming a claim. */
+export const CLAIM_TTL_MS = 10 * 60_000;
+/** Failed sign-ins allowed per email in the window before it waits. */
+export const SIGN_IN_LIMIT_PER_EMAIL = { max: 5, windowMs: 15 * 60_000 };
+/** Failed sign-ins and registrations allowed per client address (a shared NAT has many people). */
+export const SIGN_IN_LIMIT_PER_ADDRESS = { max: 30, windowMs: 15 * 60_000 };

@@ -16,13 +16,22 @@ import { type KeyringAccess, osKeyring, resolveMasterKey } from "../vault/master
 import { VaultService } from "../vault/vault-service.ts";
 import { buildApp } from "./app.ts";
 import type { DaemonConfig, DaemonContext } from "./context.ts";
+import {
+  CLAIM_TTL_MS,
+  DASHBOARD_LINK_TTL_MS,
+  SIGN_IN_LIMIT_PER_ADDRESS,
+  SIGN_IN_LIMIT_PER_EMAIL,
+} from "./context.ts";
+import { AttemptLimiter } from "./services/attempt-limiter.ts";
 import { AuthSessionService } from "./services/auth-sessions.ts";
+import { BrowserSessionService } from "./services/browser-sessions.ts";
 import { ConnectionService } from "./services/connections.ts";
 import { CredentialService } from "./services/credentials.ts";
 import { IdentityRegistry } from "./services/identity-registry.ts";
 import { OAuthEndpointResolver } from "./services/oauth-endpoints.ts";
 import { OAuthLoginService } from "./services/oauth-login.ts";
 import { OAuthTokenService } from "./services/oauth-tokens.ts";
+import { OneTimeTokens } from "./services/one-time-tokens.ts";
 import { PrincipalService } from "./services/principals.ts";
 import { ProbeCache } from "./services/probe-cache.ts";
 import { ProviderRegistry } from "./services/provider-registry.ts";
@@ -133,6 +142,13 @@ async function createContext(
     oauthLogins: new OAuthLoginService(authSessions, connections, oauthEndpoints, audit, now),
     oauthTokens,
     audit,
+    browserSessions: new BrowserSessionService(store.db, now),
+    dashboardLinks: new OneTimeTokens({ ttlMs: DASHBOARD_LINK_TTL_MS, capacity: 1000, now }),
+    claims: new OneTimeTokens({ ttlMs: CLAIM_TTL_MS, capacity: 1000, now }),
+    signInLimits: {
+      perEmail: new AttemptLimiter(SIGN_IN_LIMIT_PER_EMAIL),
+      perAddress: new AttemptLimiter(SIGN_IN_LIMIT_PER_ADDRESS),
+    },
   };
 }
 

@@ -85,6 +85,23 @@ const MIGRATIONS: Record<string, Migration> = {
         .execute();
     },
   },
+  "0003_browser_sessions": {
+    async up(db: Kysely<unknown>) {
+      await db.schema
+        .createTable("browser_sessions")
+        .addColumn("id", "varchar(64)", (c) => c.primaryKey())
+        .addColumn("principal_id", "varchar(64)", (c) => c.notNull().references("principals.id"))
+        .addColumn("csrf_token", "varchar(64)", (c) => c.notNull())
+        .addColumn("created_at", "varchar(32)", (c) => c.notNull())
+        .addColumn("expires_at", "varchar(32)", (c) => c.notNull())
+        .execute();
+      await db.schema
+        .createIndex("browser_sessions_expiry_idx")
+        .on("browser_sessions")
+        .column("expires_at")
+        .execute();
+    },
+  },
 };
 
 class InCodeMigrations implements MigrationProvider {

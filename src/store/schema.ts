@@ -9,6 +9,7 @@ export interface Database {
   vault_entries: VaultEntriesTable;
   custom_providers: CustomProvidersTable;
   audit_events: AuditEventsTable;
+  browser_sessions: BrowserSessionsTable;
 }
 
 export interface SettingsTable {
@@ -70,4 +71,13 @@ export interface AuditEventsTable {
   principal_id: string | null;
   /** A small JSON object of extra, non-secret fields (passed the secret guard). */
   detail: string | null;
+}
+
+export interface BrowserSessionsTable {
+  /** SHA-256 of the cookie's token: a copy of the database holds no usable session. */
+  id: string;
+  principal_id: string;
+  csrf_token: string;
+  created_at: string;
+  expires_at: string;
 }

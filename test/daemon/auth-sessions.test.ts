@@ -377,14 +377,15 @@ describe("the browser bridge", () => {
       await postForm(form.action, fields, { origin: t.daemon.url, "sec-fetch-site": "cross-site" }),
       await postForm(form.action, fields, { "sec-fetch-site": "cross-site" }),
     ];
-    for (const refused of refusals) {
-      expect(refused.response.status).toBe(401);
+    for (const [index, refused] of refusals.entries()) {
+      // A wrong token or CSRF value is an authentication failure; a foreign origin is not allowed at all.
+      expect(refused.response.status).toBe(index < 3 ? 401 : 403);
       expect(refused.response.headers.get("content-type")).toMatch(/^text\/html/);
       expect(refused.html).not.toContain(fields.api_key);
     }
     expect(refusals[0]!.html).toMatch(/the form is stale or was not served by svc/);
     expect(refusals[1]!.html).toMatch(/the form is stale or was not served by svc/);
-    expect(refusals[3]!.html).toMatch(/only be submitted from the page svc served/);
+    expect(refusals[3]!.html).toMatch(/must come from a page svc served/);
     expect((await read(session)).status).toBe("waiting_for_user");
     await expect(stored("openai", session.connection)).rejects.toBeInstanceOf(ConnectionNotFoundError);
 

@@ -2,14 +2,16 @@ import type { FastifyInstance, FastifyRequest } from "fastify";
 import { AuthenticationFailedError } from "../../core/errors.ts";
 import { type PopClaims, verifyPopToken, verifySelfSignedPopToken } from "../../identity/pop-token.ts";
 import type { DaemonContext } from "../context.ts";
+import { authenticateBrowser } from "./browser-auth.ts";
 
 /**
  * How a route authenticates. `/api/*` routes default to `pop`; a route opts out explicitly.
  * `self-signed`: the key comes from the token's own `iss` DID (an identity registering itself).
  * `pop-if-present`: a browser page that an API client may also call; a PoP header, when sent,
  * must verify, and the handler decides what an anonymous (browser) request must prove instead.
+ * `browser`: a dashboard session cookie only (see browser-auth.ts).
  */
-export type RouteAuth = "pop" | "self-signed" | "pop-if-present" | "none";
+export type RouteAuth = "pop" | "self-signed" | "pop-if-present" | "browser" | "none";
 
 export interface Caller {
   handle: string;
@@ -20,6 +22,8 @@ export interface Caller {
 declare module "fastify" {
   interface FastifyContextConfig {
     auth?: RouteAuth;
+    /** A `pop` route the dashboard calls too: without an Authorization header, its session cookie counts. */
+    browser?: boolean;
   }
   interface FastifyRequest {
     caller?: Caller;
@@ -47,7 +51,12 @@ export function registerPopAuth(app: FastifyInstance, context: DaemonContext): v
   app.addHook("preHandler", async (request) => {
     const auth = routeAuth(request);
     if (auth === "none") return;
-    if (auth === "pop-if-present" && request.headers.authorization === undefined) return;
+    const anonymous = request.headers.authorization === undefined;
+    if (auth === "pop-if-present" && anonymous) return;
+    if (auth === "browser" || (anonymous && request.routeOptions.config?.browser)) {
+      await authenticateBrowser(context, request);
+      return;
+    }
     const token = bearerToken(request);
     const signed = {
       method: request.method,

@@ -13,6 +13,7 @@ export function auditRoutes(context: DaemonContext): FastifyPluginAsyncZod {
     app.get(
       "/api/audit/events",
       {
+        config: { browser: true },
         schema: {
           summary: "Page through audit events, newest first",
           description:

@@ -3,16 +3,17 @@ import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
 import {
   AuthSessionSchema,
+  type CreateAuthSession,
   CreateAuthSessionSchema,
   type SessionInput,
   SessionInputSchema,
   SessionParamsSchema,
   SessionWaitQuerySchema,
 } from "../../api/auth-sessions.ts";
+import { DEFAULT_CONNECTION } from "../../api/connections.ts";
 import { errorResponses } from "../../api/errors.ts";
 import { AUDIT_EVENTS } from "../../audit/events.ts";
 import {
-  AuthenticationFailedError,
   ConnectionAlreadyExistsError,
   InvalidInputError,
   OperationNotAllowedError,
@@ -26,32 +27,13 @@ import { sendApiKeyForm } from "../pages/api-key-form.ts";
 import { sendClientCredentialsForm, sendContinuePage } from "../pages/client-credentials-form.ts";
 import { sendDevicePage } from "../pages/device-page.ts";
 import { sendOutcomePage } from "../pages/html.ts";
+import { assertSameOrigin, daemonBaseUrl } from "../plugins/browser-auth.ts";
 import { type AuthSessionState, sessionView } from "../services/auth-sessions.ts";
 import { callerScope } from "../services/caller-scope.ts";
 import type { ConnectionRecord } from "../services/connections.ts";
 
 const errors = errorResponses(400, 401, 403, 404, 409);
 const tags = ["auth sessions"];
-
-/** The URL this daemon is reached at (for links it hands out): the public URL, else the Host it was asked on. */
-export function daemonBaseUrl(context: DaemonContext, request: FastifyRequest): string {
-  return context.config.publicUrl?.replace(/\/+$/, "") ?? `${request.protocol}://${request.headers.host}`;
-}
-
-/**
- * A browser form post must come from the daemon's own page: a cross-site Origin (or a browser
- * saying cross-site) is refused even before the CSRF token is checked.
- */
-function assertSameOrigin(context: DaemonContext, request: FastifyRequest): void {
-  const origin = request.headers.origin;
-  const site = request.headers["sec-fetch-site"];
-  if (
-    site === "cross-site" ||
-    (origin !== undefined && origin !== new URL(daemonBaseUrl(context, request)).origin)
-  ) {
-    throw new AuthenticationFailedError("this form can only be submitted from the page svc served");
-  }
-}
 
 /** Auth sessions: create, read (with long poll), and the browser bridge for API keys. */
 export function authSessionRoutes(context: DaemonContext): FastifyPluginAsyncZod {
@@ -104,6 +86,39 @@ export function authSessionRoutes(context: DaemonContext): FastifyPluginAsyncZod
     );
   }
 
+  /** Starts a login for the caller: checks the flow and the name, then waits for its first step. */
+  async function startSession(request: FastifyRequest, body: CreateAuthSession): Promise<AuthSessionState> {
+    const scope = await callerScope(context, request);
+    const provider = context.providers.get(body.provider);
+    const flow = body.flow ?? provider.flow;
+    const flows = availableFlows(provider);
+    if (!flows.includes(flow)) {
+      throw new InvalidInputError(
+        `${provider.name} cannot log in with the ${flow} flow; it supports ${flows.join(", ")}`,
+      );
+    }
+    const connection = body.connection ?? DEFAULT_CONNECTION;
+    const force = body.force ?? false;
+    if (!force && (await context.connections.find(scope.vaultId, provider.name, connection))) {
+      throw new ConnectionAlreadyExistsError(
+        `${provider.name} already has a connection "${connection}"; log in with --force to replace it, or pick another --connection name`,
+      );
+    }
+    const session = authSessions.create({
+      owner: { handle: scope.caller.handle, principalId: scope.principal.id, vaultId: scope.vaultId },
+      provider: provider.name,
+      connection,
+      flow,
+      force,
+      ...(body.scopes ? { scopes: body.scopes } : {}),
+      ...(body.base_url ? { baseUrl: body.base_url.replace(/\/+$/, "") } : {}),
+      daemonUrl: daemonBaseUrl(context, request),
+    });
+    if (flow === "api_key") authSessions.waitFor(session, "api_key");
+    else await oauthLogins.begin(session, provider);
+    return session;
+  }
+
   return async (app) => {
     app.post(
       "/api/auth/sessions",
@@ -119,33 +134,29 @@ export function authSessionRoutes(context: DaemonContext): FastifyPluginAsyncZod
         },
       },
       async (request, reply) => {
-        const scope = await callerScope(context, request);
-        const body = request.body;
-        const provider = context.providers.get(body.provider);
-        const flow = body.flow ?? provider.flow;
-        const flows = availableFlows(provider);
-        if (!flows.includes(flow)) {
-          throw new InvalidInputError(
-            `${provider.name} cannot log in with the ${flow} flow; it supports ${flows.join(", ")}`,
-          );
-        }
-        if (!body.force && (await context.connections.find(scope.vaultId, provider.name, body.connection))) {
-          throw new ConnectionAlreadyExistsError(
-            `${provider.name} already has a connection "${body.connection}"; log in with --force to replace it, or pick another --connection name`,
-          );
-        }
-        const session = authSessions.create({
-          owner: { handle: scope.caller.handle, principalId: scope.principal.id, vaultId: scope.vaultId },
-          provider: provider.name,
-          connection: body.connection,
-          flow,
-          force: body.force,
-          ...(body.scopes ? { scopes: body.scopes } : {}),
-          ...(body.base_url ? { baseUrl: body.base_url.replace(/\/+$/, "") } : {}),
-          daemonUrl: daemonBaseUrl(context, request),
-        });
-        if (flow === "api_key") authSessions.waitFor(session, "api_key");
-        else await oauthLogins.begin(session, provider);
+        const session = await startSession(request, request.body);
+        return reply.code(201).send(sessionView(session));
+      },
+    );
+
+    app.post(
+      "/api/auth/providers/:provider_name/connect",
+      {
+        config: { browser: true },
+        schema: {
+          summary: "Start a login from the dashboard (session cookie and CSRF token, or PoP)",
+          description:
+            "The same session as `POST /api/auth/sessions` for the provider in the path; the page opens `next.url` and watches the session.",
+          tags,
+          security: [{ pop: [] }],
+          params: z.object({ provider_name: z.string().min(1).max(64) }),
+          body: CreateAuthSessionSchema.omit({ provider: true }).optional(),
+          response: { 201: AuthSessionSchema, ...errors },
+        },
+      },
+      async (request, reply) => {
+        const body = { ...request.body, provider: request.params.provider_name };
+        const session = await startSession(request, body);
         return reply.code(201).send(sessionView(session));
       },
     );
@@ -153,6 +164,7 @@ export function authSessionRoutes(context: DaemonContext): FastifyPluginAsyncZod
     app.get(
       "/api/auth/sessions/:session_id",
       {
+        config: { browser: true },
         schema: {
           summary: "A session's status (only for the identity that started it)",
           description:
@@ -176,6 +188,7 @@ export function authSessionRoutes(context: DaemonContext): FastifyPluginAsyncZod
     app.post(
       "/api/auth/sessions/:session_id/cancel",
       {
+        config: { browser: true },
         schema: {
           summary: "Cancel a session that has not finished (only the identity that started it)",
           description: "Its browser link stops working; a finished session is left as it is.",

@@ -11,6 +11,7 @@ import {
 } from "../../api/connections.ts";
 import { errorResponses } from "../../api/errors.ts";
 import { AUDIT_EVENTS } from "../../audit/events.ts";
+import { OperationNotAllowedError } from "../../core/errors.ts";
 import type { DaemonContext } from "../context.ts";
 import { callerScope } from "../services/caller-scope.ts";
 import { connectionView } from "../services/connections.ts";
@@ -25,6 +26,7 @@ export function connectionRoutes(context: DaemonContext): FastifyPluginAsyncZod 
     app.get(
       "/api/connections",
       {
+        config: { browser: true },
         schema: {
           summary: "List the caller's connections across bundled and custom providers (secrets redacted)",
           tags,
@@ -44,6 +46,7 @@ export function connectionRoutes(context: DaemonContext): FastifyPluginAsyncZod 
     app.get(
       "/api/connections/:provider/:connection",
       {
+        config: { browser: true },
         schema: {
           summary: "One connection record; secrets redacted unless `reveal=true` (audited)",
           tags,
@@ -59,6 +62,11 @@ export function connectionRoutes(context: DaemonContext): FastifyPluginAsyncZod 
         context.providers.get(provider);
         const record = await context.connections.get(scope.vaultId, provider, connection);
         const reveal = request.query.reveal === "true";
+        if (reveal && request.browserSession) {
+          throw new OperationNotAllowedError(
+            "the dashboard never shows a stored secret; use `svc connections inspect` in a terminal",
+          );
+        }
         if (reveal) {
           await scope.audit({
             event: AUDIT_EVENTS.credentialRevealed,
@@ -76,6 +84,7 @@ export function connectionRoutes(context: DaemonContext): FastifyPluginAsyncZod 
     app.post(
       "/api/connections/:provider/:connection/logout",
       {
+        config: { browser: true },
         schema: {
           summary: "Remove one connection record; the remote provider is not contacted",
           tags,
@@ -98,6 +107,7 @@ export function connectionRoutes(context: DaemonContext): FastifyPluginAsyncZod 
     app.post(
       "/api/connections/:provider/:connection/default",
       {
+        config: { browser: true },
         schema: {
           summary: "Make this connection the provider's default",
           tags,

@@ -5,6 +5,7 @@ import { AUDIT_EVENTS } from "../../audit/events.ts";
 import { AuthenticationFailedError } from "../../core/errors.ts";
 import { verifyLocalClaimProof } from "../../identity/local-claim.ts";
 import type { DaemonContext } from "../context.ts";
+import { daemonBaseUrl } from "../plugins/browser-auth.ts";
 import { principalFields } from "../services/principals.ts";
 
 /** An identity registers itself (a self-signed PoP token) and, proving local access, is claimed. */
@@ -17,7 +18,7 @@ export function identityRoutes(context: DaemonContext): FastifyPluginAsyncZod {
         schema: {
           summary: "Register an identity; with a local claim proof, attach it to the local owner",
           description:
-            "Authenticated by a PoP token signed with the key the `did` names (`iss` = did, `sub` = handle). Idempotent.",
+            "Authenticated by a PoP token signed with the key the `did` names (`iss` = did, `sub` = handle). Idempotent. An identity no principal has claimed gets a one-time `claim_url` (10 minutes): a person signs in there and confirms.",
           tags: ["identities"],
           security: [{ pop: [] }],
           body: IdentityRegistrationSchema,
@@ -60,7 +61,14 @@ export function identityRoutes(context: DaemonContext): FastifyPluginAsyncZod {
         const principal = identity.principalId
           ? await context.principals.get(identity.principalId)
           : undefined;
-        return { handle: identity.handle, did: identity.did, ...principalFields(principal) };
+        const record = { handle: identity.handle, did: identity.did, ...principalFields(principal) };
+        if (principal) return record;
+        const claim = context.claims.issue({ handle: identity.handle, did: identity.did });
+        return {
+          ...record,
+          claim_url: `${daemonBaseUrl(context, request)}/api/claim/${claim.token}`,
+          claim_expires_at: claim.expiresAt.toISOString(),
+        };
       },
     );
   };

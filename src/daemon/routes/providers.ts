@@ -22,6 +22,7 @@ export function providerRoutes(context: DaemonContext): FastifyPluginAsyncZod {
     app.get(
       "/api/providers",
       {
+        config: { browser: true },
         schema: {
           summary: "List every bundled and custom provider",
           tags: ["providers"],
@@ -35,6 +36,7 @@ export function providerRoutes(context: DaemonContext): FastifyPluginAsyncZod {
     app.get(
       "/api/providers/:provider",
       {
+        config: { browser: true },
         schema: {
           summary: "A provider's full definition",
           tags: ["providers"],

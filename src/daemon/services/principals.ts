@@ -1,4 +1,5 @@
 import type { Kysely } from "kysely";
+import { InvalidInputError } from "../../core/errors.ts";
 import { newId } from "../../core/ids.ts";
 import type { Database } from "../../store/schema.ts";
 import { SettingsRepository } from "../../store/settings.ts";
@@ -10,6 +11,8 @@ export interface Principal {
   id: string;
   role: PrincipalRole;
   vaultId: string | null;
+  /** Set for accounts that sign in to the dashboard with a password. */
+  email: string | null;
 }
 
 /** How a principal appears in API records (whoami, identity registration). */
@@ -41,7 +44,7 @@ export class PrincipalService {
     if (cached) return cached;
     const row = await this.#db
       .selectFrom("principals")
-      .select(["id", "role"])
+      .select(["id", "role", "email"])
       .where("id", "=", id)
       .executeTakeFirst();
     if (!row) return undefined;
@@ -50,13 +53,27 @@ export class PrincipalService {
       .select("id")
       .where("principal_id", "=", id)
       .executeTakeFirst();
-    const principal = { id: row.id, role: row.role, vaultId: vault?.id ?? null };
+    const principal = { id: row.id, role: row.role, vaultId: vault?.id ?? null, email: row.email };
     if (principal.vaultId) this.#cache.set(id, principal);
     return principal;
   }
 
-  /** Creates a principal with its vault; `admin` when it is the very first principal. */
-  async create(now: Date, email: string | null = null): Promise<Principal> {
+  /** The account signing in with `email`, and its password hash. */
+  async findAccount(email: string): Promise<{ principal: Principal; passwordHash: string } | undefined> {
+    const row = await this.#db
+      .selectFrom("principals")
+      .select(["id", "password_hash"])
+      .where("email", "=", email)
+      .executeTakeFirst();
+    const principal = row?.password_hash ? await this.get(row.id) : undefined;
+    return principal ? { principal, passwordHash: row!.password_hash! } : undefined;
+  }
+
+  /**
+   * Creates a principal with its vault; `admin` when it is the very first principal. An account
+   * has an email and password hash; the local owner has neither. Refused when the email is taken.
+   */
+  async create(now: Date, account?: { email: string; passwordHash: string }): Promise<Principal> {
     const id = newId("prn");
     await this.#db.transaction().execute(async (trx) => {
       const count = await trx
@@ -64,9 +81,23 @@ export class PrincipalService {
         .select((eb) => eb.fn.countAll<number>().as("n"))
         .executeTakeFirstOrThrow();
       const role: PrincipalRole = Number(count.n) === 0 ? "admin" : "user";
+      if (account) {
+        const taken = await trx
+          .selectFrom("principals")
+          .select("id")
+          .where("email", "=", account.email)
+          .executeTakeFirst();
+        if (taken) throw new InvalidInputError("an account with this email exists; sign in instead");
+      }
       await trx
         .insertInto("principals")
-        .values({ id, role, email, password_hash: null, created_at: now.toISOString() })
+        .values({
+          id,
+          role,
+          email: account?.email ?? null,
+          password_hash: account?.passwordHash ?? null,
+          created_at: now.toISOString(),
+        })
         .execute();
     });
     await this.#vault.createVault(id);

@@ -1,0 +1,82 @@
+import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
+import type { Kysely } from "kysely";
+import type { Database } from "../../store/schema.ts";
+
+/** How long a dashboard sign-in lasts; signing out ends it sooner. */
+export const BROWSER_SESSION_TTL_MS = 12 * 60 * 60 * 1000;
+
+export interface BrowserSession {
+  /** SHA-256 of the cookie token (the row's key). */
+  id: string;
+  principalId: string;
+  csrfToken: string;
+  expiresAt: Date;
+  /** How this session appears as the `identity` of audit events: `browser:<8 hex>`. */
+  label: string;
+}
+
+const hashToken = (token: string) => createHash("sha256").update(token).digest("hex");
+const TOKEN_PATTERN = /^[A-Za-z0-9_-]{43}$/;
+
+/**
+ * Server-side dashboard sessions in the store, so signing out really ends one and every replica
+ * sees the same sessions. The cookie holds a random token; only its hash is stored.
+ */
+export class BrowserSessionService {
+  readonly #db: Kysely<Database>;
+  readonly #now: () => Date;
+
+  constructor(db: Kysely<Database>, now: () => Date) {
+    this.#db = db;
+    this.#now = now;
+  }
+
+  /** A new session for `principalId` (a fresh token every time: no fixation). */
+  async create(principalId: string): Promise<{ token: string; session: BrowserSession }> {
+    const now = this.#now();
+    const token = randomBytes(32).toString("base64url");
+    const row = {
+      id: hashToken(token),
+      principal_id: principalId,
+      csrf_token: randomBytes(32).toString("base64url"),
+      created_at: now.toISOString(),
+      expires_at: new Date(now.getTime() + BROWSER_SESSION_TTL_MS).toISOString(),
+    };
+    await this.#db.deleteFrom("browser_sessions").where("expires_at", "<=", now.toISOString()).execute();
+    await this.#db.insertInto("browser_sessions").values(row).execute();
+    return { token, session: toSession(row) };
+  }
+
+  /** The live session a cookie token names; unknown, malformed and expired tokens find none. */
+  async find(token: string): Promise<BrowserSession | undefined> {
+    if (!TOKEN_PATTERN.test(token)) return undefined;
+    const row = await this.#db
+      .selectFrom("browser_sessions")
+      .selectAll()
+      .where("id", "=", hashToken(token))
+      .executeTakeFirst();
+    if (!row || row.expires_at <= this.#now().toISOString()) return undefined;
+    return toSession(row);
+  }
+
+  async end(token: string): Promise<void> {
+    await this.#db.deleteFrom("browser_sessions").where("id", "=", hashToken(token)).execute();
+  }
+}
+
+export function csrfMatches(session: BrowserSession, given: unknown): boolean {
+  if (typeof given !== "string") return false;
+  const a = Buffer.from(session.csrfToken);
+  const b = Buffer.from(given);
+  return a.length === b.length && timingSafeEqual(a, b);
+}
+
+function toSession(row: Database["browser_sessions"]): BrowserSession {
+  return {
+    id: row.id,
+    principalId: row.principal_id,
+    csrfToken: row.csrf_token,
+    expiresAt: new Date(row.expires_at),
+    label: `browser:${row.id.slice(0, 8)}`,
+  };
+}

@@ -1,0 +1,65 @@
+/**
+ * A scripted browser for the dashboard's API: one cookie jar, the daemon's own Origin on every
+ * request, and the session's CSRF token on state changes (unless a test leaves them out).
+ */
+export class WebSession {
+  readonly baseUrl: string;
+  cookie: string | undefined;
+  csrf: string | undefined;
+
+  constructor(baseUrl: string) {
+    this.baseUrl = baseUrl.replace(/\/+$/, "");
+  }
+
+  async request(
+    method: string,
+    path: string,
+    options: {
+      json?: unknown;
+      form?: Record<string, string>;
+      origin?: string | null;
+      csrf?: string | null;
+    } = {},
+  ): Promise<Response> {
+    const headers: Record<string, string> = {};
+    if (this.cookie) headers.cookie = this.cookie;
+    const origin = options.origin === undefined ? new URL(this.baseUrl).origin : options.origin;
+    if (origin !== null && method !== "GET") headers.origin = origin;
+    const csrf = options.csrf === undefined ? this.csrf : options.csrf;
+    if (csrf && method !== "GET" && !options.form) headers["x-csrf-token"] = csrf;
+    let body: string | undefined;
+    if (options.json !== undefined) {
+      headers["content-type"] = "application/json";
+      body = JSON.stringify(options.json);
+    } else if (options.form) {
+      headers["content-type"] = "application/x-www-form-urlencoded";
+      body = new URLSearchParams(options.form).toString();
+    }
+    const response = await fetch(`${this.baseUrl}${path}`, { method, headers, body, redirect: "manual" });
+    const set = response.headers.get("set-cookie");
+    if (set) {
+      const value = set.split(";")[0]!;
+      this.cookie = value.endsWith("=") ? undefined : value;
+    }
+    return response;
+  }
+
+  /** Signs in (or registers) and keeps the CSRF token for later requests. */
+  async signIn(email: string, password: string, register = false): Promise<Response> {
+    const response = await this.request("POST", register ? "/api/auth/register" : "/api/auth/login", {
+      json: { email, password },
+    });
+    if (response.ok) this.csrf = ((await response.clone().json()) as { csrf_token: string }).csrf_token;
+    return response;
+  }
+
+  /** Opens a one-time dashboard link, then reads the session's CSRF token. */
+  async openLink(url: string): Promise<Response> {
+    const response = await this.request("GET", new URL(url).pathname + new URL(url).search);
+    if (response.status === 303) {
+      const me = await this.request("GET", "/api/auth/me");
+      this.csrf = ((await me.json()) as { csrf_token: string }).csrf_token;
+    }
+    return response;
+  }
+}
