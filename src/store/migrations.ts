@@ -91,7 +91,6 @@ const MIGRATIONS: Record<string, Migration> = {
         .createTable("browser_sessions")
         .addColumn("id", "varchar(64)", (c) => c.primaryKey())
         .addColumn("principal_id", "varchar(64)", (c) => c.notNull().references("principals.id"))
-        .addColumn("csrf_token", "varchar(64)", (c) => c.notNull())
         .addColumn("created_at", "varchar(32)", (c) => c.notNull())
         .addColumn("expires_at", "varchar(32)", (c) => c.notNull())
         .execute();

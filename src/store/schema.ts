@@ -77,7 +77,6 @@ export interface BrowserSessionsTable {
   /** SHA-256 of the cookie's token: a copy of the database holds no usable session. */
   id: string;
   principal_id: string;
-  csrf_token: string;
   created_at: string;
   expires_at: string;
 }

@@ -63,3 +63,15 @@ export class WebSession {
     return response;
   }
 }
+
+/** Fills the daemon's bridge form at `pageUrl` (an auth session's `next.url`) as a browser would. */
+export async function submitBridgeForm(pageUrl: string, fields: Record<string, string>): Promise<Response> {
+  const page = await (await fetch(pageUrl)).text();
+  const hidden = (name: string) => new RegExp(`name="${name}" value="([^"]+)"`).exec(page)?.[1] ?? "";
+  const url = new URL(pageUrl);
+  return fetch(`${url.origin}${url.pathname}`, {
+    method: "POST",
+    headers: { "content-type": "application/x-www-form-urlencoded", origin: url.origin },
+    body: new URLSearchParams({ token: hidden("token"), csrf: hidden("csrf"), ...fields }).toString(),
+  });
+}

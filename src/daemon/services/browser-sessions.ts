@@ -16,6 +16,8 @@ export interface BrowserSession {
 }
 
 const hashToken = (token: string) => createHash("sha256").update(token).digest("hex");
+/** Derived from the cookie token, so it is never stored, and not derivable from the stored hash. */
+const csrfFor = (token: string) => createHash("sha256").update(`svc-csrf|${token}`).digest("base64url");
 const TOKEN_PATTERN = /^[A-Za-z0-9_-]{43}$/;
 
 /**
@@ -38,13 +40,12 @@ export class BrowserSessionService {
     const row = {
       id: hashToken(token),
       principal_id: principalId,
-      csrf_token: randomBytes(32).toString("base64url"),
       created_at: now.toISOString(),
       expires_at: new Date(now.getTime() + BROWSER_SESSION_TTL_MS).toISOString(),
     };
     await this.#db.deleteFrom("browser_sessions").where("expires_at", "<=", now.toISOString()).execute();
     await this.#db.insertInto("browser_sessions").values(row).execute();
-    return { token, session: toSession(row) };
+    return { token, session: toSession(row, token) };
   }
 
   /** The live session a cookie token names; unknown, malformed and expired tokens find none. */
@@ -56,7 +57,7 @@ export class BrowserSessionService {
       .where("id", "=", hashToken(token))
       .executeTakeFirst();
     if (!row || row.expires_at <= this.#now().toISOString()) return undefined;
-    return toSession(row);
+    return toSession(row, token);
   }
 
   async end(token: string): Promise<void> {
@@ -71,11 +72,11 @@ export function csrfMatches(session: BrowserSession, given: unknown): boolean {
   return a.length === b.length && timingSafeEqual(a, b);
 }
 
-function toSession(row: Database["browser_sessions"]): BrowserSession {
+function toSession(row: Database["browser_sessions"], token: string): BrowserSession {
   return {
     id: row.id,
     principalId: row.principal_id,
-    csrfToken: row.csrf_token,
+    csrfToken: csrfFor(token),
     expiresAt: new Date(row.expires_at),
     label: `browser:${row.id.slice(0, 8)}`,
   };
