@@ -98,3 +98,11 @@ export const RevokedSchema = z.object({
     .describe("Remote revocation per connection (API keys cannot be revoked remotely: not_supported)."),
 });
 export type Revoked = z.infer<typeof RevokedSchema>;
+
+export const KeyComparisonSchema = z
+  .object({ api_key: z.string().min(1).max(4096) })
+  .meta({ id: "KeyComparison" });
+
+export const KeyComparedSchema = z
+  .object({ same: z.boolean().describe("Whether the stored API key equals the one sent.") })
+  .meta({ id: "KeyCompared" });

@@ -269,3 +269,20 @@ describe("connections across a restart", () => {
     }
   });
 });
+
+describe("comparing an API key with the stored one", () => {
+  it("says whether they are equal without revealing or auditing anything", async () => {
+    const key = openaiKey();
+    await loginWithApiKey(t.client, "openai", key, { connection: "compared" });
+    const before = (await t.daemon.context.audit.query({ limit: 500 })).events.length;
+    const compare = (api_key: string) =>
+      t.client.post<{ same: boolean }>("/api/connections/openai/compared/compare", { api_key });
+    expect(await compare(key)).toEqual({ same: true });
+    expect(await compare(`${key}x`)).toEqual({ same: false });
+    expect(await compare(key.slice(0, -1))).toEqual({ same: false });
+    expect((await t.daemon.context.audit.query({ limit: 500 })).events.length).toBe(before);
+    await expect(
+      t.client.post("/api/connections/openai/missing/compare", { api_key: key }),
+    ).rejects.toBeInstanceOf(ConnectionNotFoundError);
+  });
+});

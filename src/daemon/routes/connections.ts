@@ -6,11 +6,14 @@ import {
   ConnectionListSchema,
   ConnectionParamsSchema,
   ConnectionSchema,
+  KeyComparedSchema,
+  KeyComparisonSchema,
   LoggedOutSchema,
   RevokedSchema,
 } from "../../api/connections.ts";
 import { errorResponses } from "../../api/errors.ts";
 import { AUDIT_EVENTS } from "../../audit/events.ts";
+import { equalSecrets } from "../../core/constant-time.ts";
 import { OperationNotAllowedError } from "../../core/errors.ts";
 import type { DaemonContext } from "../context.ts";
 import { callerScope } from "../services/caller-scope.ts";
@@ -101,6 +104,30 @@ export function connectionRoutes(context: DaemonContext): FastifyPluginAsyncZod 
         const defaultConnection = await context.connections.remove(scope.vaultId, provider, connection);
         await scope.audit({ event: AUDIT_EVENTS.providerLogout, status: "success", provider, connection });
         return { provider, connection, removed: true as const, default_connection: defaultConnection };
+      },
+    );
+
+    app.post(
+      "/api/connections/:provider/:connection/compare",
+      {
+        schema: {
+          summary: "Whether an API key equals the stored one, without revealing it (PoP)",
+          description:
+            "For `svc onboard`: a key found in `.env` that is already stored is left alone. Constant-time comparison; nothing is revealed or audited.",
+          tags,
+          security,
+          params: ConnectionParamsSchema,
+          body: KeyComparisonSchema,
+          response: { 200: KeyComparedSchema, ...errors },
+        },
+      },
+      async (request) => {
+        const scope = await callerScope(context, request);
+        const { provider, connection } = request.params;
+        context.providers.get(provider);
+        const record = await context.connections.get(scope.vaultId, provider, connection);
+        const stored = record.credential.type === "api_key" ? record.credential.api_key : "";
+        return { same: equalSecrets(stored, request.body.api_key) };
       },
     );
 

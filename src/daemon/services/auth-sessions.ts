@@ -1,4 +1,4 @@
-import { randomBytes, timingSafeEqual } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import { EventEmitter } from "node:events";
 import {
   type AuthSession,
@@ -6,6 +6,7 @@ import {
   FINAL_STATUSES,
   type WaitingFor,
 } from "../../api/auth-sessions.ts";
+import { equalSecrets } from "../../core/constant-time.ts";
 import {
   AuthenticationFailedError,
   NotFoundError,
@@ -68,12 +69,6 @@ export interface AuthSessionState {
   createdAt: Date;
   expiresAt: Date;
   error?: { error: string; message: string };
-}
-
-function sameSecret(a: string, b: string): boolean {
-  const left = Buffer.from(a);
-  const right = Buffer.from(b);
-  return left.length === right.length && timingSafeEqual(left, right);
 }
 
 /**
@@ -167,14 +162,14 @@ export class AuthSessionService {
   /** For a browser page: the bridge token in its URL must match. */
   forBrowser(id: string, token: string | undefined): AuthSessionState {
     const session = this.#lookup(id);
-    if (!token || !sameSecret(token, session.bridgeToken)) {
+    if (!token || !equalSecrets(token, session.bridgeToken)) {
       throw new AuthenticationFailedError("this link is not valid for that login; open the link svc printed");
     }
     return session;
   }
 
   checkCsrf(session: AuthSessionState, token: string | undefined): void {
-    if (!token || !sameSecret(token, session.csrfToken)) {
+    if (!token || !equalSecrets(token, session.csrfToken)) {
       throw new AuthenticationFailedError(
         "the form is stale or was not served by svc; reload the page and try again",
       );

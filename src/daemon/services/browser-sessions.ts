@@ -1,5 +1,6 @@
-import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import type { Kysely } from "kysely";
+import { equalSecrets } from "../../core/constant-time.ts";
 import type { Database } from "../../store/schema.ts";
 
 /** How long a dashboard sign-in lasts; signing out ends it sooner. */
@@ -66,10 +67,7 @@ export class BrowserSessionService {
 }
 
 export function csrfMatches(session: BrowserSession, given: unknown): boolean {
-  if (typeof given !== "string") return false;
-  const a = Buffer.from(session.csrfToken);
-  const b = Buffer.from(given);
-  return a.length === b.length && timingSafeEqual(a, b);
+  return typeof given === "string" && equalSecrets(session.csrfToken, given);
 }
 
 function toSession(row: Database["browser_sessions"], token: string): BrowserSession {
