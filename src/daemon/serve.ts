@@ -4,6 +4,7 @@ import pino, { type Logger } from "pino";
 import { AuditLog } from "../audit/audit-log.ts";
 import { ensureBootstrapSecret } from "../core/bootstrap-secret.ts";
 import type { DaemonState } from "../core/daemon-state.ts";
+import { UnexpectedError } from "../core/errors.ts";
 import type { HomeLayout } from "../core/paths.ts";
 import { ensurePrivateDir, writePrivateFile } from "../core/secure-fs.ts";
 import { SPEC_VERSION, VERSION } from "../core/version.ts";
@@ -62,6 +63,29 @@ export function daemonLogger(): Logger {
   });
 }
 
+/** Listens, turning the usual socket failures into a message that says what to do. */
+async function listen(app: FastifyInstance, config: DaemonConfig): Promise<void> {
+  try {
+    await app.listen({ host: config.host, port: config.port });
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    const where = `${config.host}:${config.port}`;
+    if (code === "EADDRINUSE") {
+      throw new UnexpectedError(
+        `${where} is already in use: another svc daemon (see \`svc daemon status\`) or another program holds it; stop it, or pass --port`,
+        { cause: error },
+      );
+    }
+    if (code === "EACCES" || code === "EADDRNOTAVAIL") {
+      throw new UnexpectedError(
+        `cannot listen on ${where} (${code === "EACCES" ? "permission denied" : "no such local address"}); pick another --host or --port`,
+        { cause: error },
+      );
+    }
+    throw error;
+  }
+}
+
 /** Builds the context (store, vault, identities) and starts listening. */
 export async function startDaemon(options: DaemonStartOptions): Promise<RunningDaemon> {
   const { layout, config } = options;
@@ -72,7 +96,7 @@ export async function startDaemon(options: DaemonStartOptions): Promise<RunningD
   try {
     const context = await createContext(store, options, env);
     const app = await buildApp(context, { logger: options.logger });
-    await app.listen({ host: config.host, port: config.port });
+    await listen(app, config);
     const address = app.server.address();
     const port = typeof address === "object" && address ? address.port : config.port;
     const host = config.host.includes(":") ? `[${config.host}]` : config.host;
