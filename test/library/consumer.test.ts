@@ -102,10 +102,12 @@ afterAll(() => {
 });
 
 describe("types", () => {
-  it("compile every example of docs/library.md, importing svc by name", () => {
-    const docs = readFileSync(join(ROOT, "docs", "library.md"), "utf8");
+  it("compile every example of docs/library.md and the README, importing svc by name", () => {
+    const docs = ["docs/library.md", "README.md"]
+      .map((file) => readFileSync(join(ROOT, file), "utf8"))
+      .join("\n");
     const examples = [...docs.matchAll(/^```ts\n([\s\S]*?)^```$/gm)].map((match) => match[1]!);
-    expect(examples.length).toBeGreaterThanOrEqual(8);
+    expect(examples.length).toBeGreaterThanOrEqual(9);
     for (const [index, example] of examples.entries()) {
       expect(example, `example ${index + 1} imports the package by name`).toContain('from "svc"');
       writeFileSync(join(dir, `docs-example-${index + 1}.ts`), example);
