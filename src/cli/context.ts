@@ -74,6 +74,9 @@ export class CliContext {
     const baseUrl = this.baseUrl;
     this.log.debug("connecting", { base_url: baseUrl });
     await ensureDaemon(this.layout, baseUrl, this.io.env);
-    return clientFor(this.layout, this.io.env, identity, (event) => this.log.debug("daemon request", event));
+    return clientFor(this.layout, this.io.env, identity, {
+      baseUrl,
+      trace: (event) => this.log.debug("daemon request", event),
+    });
   }
 }

@@ -1,10 +1,7 @@
 import { InvalidArgumentError } from "commander";
 import { CONNECTION_NAME_PATTERN, type Connection } from "../api/connections.ts";
 
-/** A path segment for a daemon route. */
-export function segment(value: string): string {
-  return encodeURIComponent(value);
-}
+export { segment } from "../client/daemon-api.ts";
 
 /** Commander parser for `--connection` / `<connection>`: the daemon's name rule, checked up front (exit 2). */
 export function parseConnectionName(value: string): string {

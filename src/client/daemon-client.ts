@@ -47,11 +47,11 @@ const keepAliveHttps = new https.Agent({ keepAlive: true, maxSockets: 64 });
  */
 export class DaemonClient {
   readonly baseUrl: string;
-  readonly identity?: ClientIdentity;
-  readonly #register?: () => Promise<void>;
+  readonly identity: ClientIdentity | undefined;
+  readonly #register: (() => Promise<void>) | undefined;
   readonly #timeoutMs: number;
   readonly #url: URL;
-  readonly #trace?: DaemonClientOptions["trace"];
+  readonly #trace: DaemonClientOptions["trace"] | undefined;
   #registering = false;
 
   constructor(options: DaemonClientOptions) {
@@ -104,7 +104,7 @@ export class DaemonClient {
     }
     if ((options.auth ?? "pop") === "pop") {
       if (!this.identity) throw new UnexpectedError("this request needs an identity to sign it");
-      headers.authorization = `PoP ${signPopToken({ ...this.identity, method, pathAndQuery, body })}`;
+      headers.authorization = `PoP ${signPopToken({ ...this.identity, method, pathAndQuery, ...(body ? { body } : {}) })}`;
     }
     const started = performance.now();
     const { status, text } = await this.#exchange(method, pathAndQuery, headers, body, options.timeoutMs);

@@ -7,17 +7,24 @@ import { resolveBaseUrl } from "./base-url.ts";
 import { readClientConfig, updateClientConfig } from "./config.ts";
 import { DaemonClient, type DaemonClientOptions } from "./daemon-client.ts";
 
-/** The active local identity, created on first use. */
-export function activeIdentity(layout: HomeLayout): LocalIdentity {
+/** The active local identity (`active_identity` in `client/config.json`), or undefined when there is none. */
+export function loadActiveIdentity(layout: HomeLayout): LocalIdentity | undefined {
   const files = new IdentityFiles(layout.identities);
   const config = readClientConfig(layout.clientConfig);
   if (config.active_identity && files.exists(config.active_identity))
     return files.load(config.active_identity);
+  return undefined;
+}
+
+/** The active local identity, created on first use (the CLI's behaviour; the library only loads). */
+export function activeIdentity(layout: HomeLayout): LocalIdentity {
+  const existing = loadActiveIdentity(layout);
+  if (existing) return existing;
+  const files = new IdentityFiles(layout.identities);
   const created = files.create();
   // Another process may have made one meanwhile: the first saved stays active.
-  const latest = readClientConfig(layout.clientConfig);
-  if (latest.active_identity && files.exists(latest.active_identity))
-    return files.load(latest.active_identity);
+  const latest = loadActiveIdentity(layout);
+  if (latest) return latest;
   updateClientConfig(layout.clientConfig, { active_identity: created.handle });
   return created;
 }
@@ -39,18 +46,25 @@ export async function registerIdentity(
   });
 }
 
+export interface ClientForOptions {
+  /** The daemon to talk to; by default `SVC_BASE_URL`, the saved `daemon_base_url`, then loopback. */
+  baseUrl?: string;
+  timeoutMs?: number;
+  trace?: DaemonClientOptions["trace"];
+}
+
 /** A client for the configured daemon, signing as `identity`, that registers it when needed. */
 export function clientFor(
   layout: HomeLayout,
   env: NodeJS.ProcessEnv,
   identity: LocalIdentity,
-  trace?: DaemonClientOptions["trace"],
+  options: ClientForOptions = {},
 ): DaemonClient {
-  const baseUrl = resolveBaseUrl(env, readClientConfig(layout.clientConfig));
   const client: DaemonClient = new DaemonClient({
-    baseUrl,
+    baseUrl: options.baseUrl ?? resolveBaseUrl(env, readClientConfig(layout.clientConfig)),
     identity,
-    trace,
+    ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
+    ...(options.trace ? { trace: options.trace } : {}),
     register: async () => {
       await registerIdentity(client, identity, layout);
     },

@@ -6,6 +6,7 @@ import {
   generateIdentityKeyPair,
   identityKeyPairFromPrivateKey,
   privateKeyFromPem,
+  privateKeyFromValue,
   privateKeyToPem,
 } from "./keypair.ts";
 
@@ -36,5 +37,36 @@ describe("identity key pairs", () => {
     const pem = privateKey.export({ format: "pem", type: "pkcs8" }).toString();
     expect(() => privateKeyFromPem(pem)).toThrow(InvalidInputError);
     expect(() => privateKeyToPem(privateKey)).toThrow(InvalidInputError);
+  });
+
+  it("reads a key handed over in memory as PEM, JWK JSON text, a JWK object or a KeyObject", () => {
+    const pair = generateIdentityKeyPair();
+    const jwk = pair.privateKey.export({ format: "jwk" });
+    for (const value of [
+      `  ${privateKeyToPem(pair.privateKey)}\n`,
+      JSON.stringify(jwk),
+      jwk,
+      pair.privateKey,
+    ]) {
+      expect(identityKeyPairFromPrivateKey(privateKeyFromValue(value)).did).toBe(pair.did);
+    }
+  });
+
+  it("refuses in-memory keys that are not Ed25519 private keys, without quoting them", () => {
+    const pair = generateIdentityKeyPair();
+    const publicJwk = pair.publicKey.export({ format: "jwk" });
+    const ec = generateKeyPairSync("ec", { namedCurve: "P-256" }).privateKey;
+    const secret = "sk-not-a-key-0123456789";
+    for (const value of [secret, JSON.stringify(publicJwk), ec.export({ format: "jwk" }), ec]) {
+      const error = (() => {
+        try {
+          privateKeyFromValue(value);
+        } catch (caught) {
+          return caught;
+        }
+      })();
+      expect(error).toBeInstanceOf(InvalidInputError);
+      expect((error as Error).message).not.toContain(secret);
+    }
   });
 });

@@ -1,4 +1,10 @@
-import { createPrivateKey, createPublicKey, generateKeyPairSync, type KeyObject } from "node:crypto";
+import {
+  createPrivateKey,
+  createPublicKey,
+  generateKeyPairSync,
+  type JsonWebKey,
+  KeyObject,
+} from "node:crypto";
 import { InvalidInputError } from "../core/errors.ts";
 import { didFromKey } from "./did-key.ts";
 
@@ -38,6 +44,43 @@ export function privateKeyFromPem(pem: string): KeyObject {
   }
   assertEd25519PrivateKey(key);
   return key;
+}
+
+/**
+ * An Ed25519 private key handed over in memory (a container's environment, a secret store): a
+ * KeyObject, PKCS#8 PEM text, a JWK object, or JWK JSON text. Throws InvalidInputError otherwise;
+ * the message never quotes the value.
+ */
+export function privateKeyFromValue(value: KeyObject | JsonWebKey | string): KeyObject {
+  if (typeof value === "string") {
+    const text = value.trim();
+    if (text.startsWith("-----BEGIN")) return privateKeyFromPem(text);
+    let jwk: unknown;
+    try {
+      jwk = JSON.parse(text);
+    } catch {
+      throw new InvalidInputError("The private key is neither PKCS#8 PEM nor JWK JSON.");
+    }
+    return privateKeyFromJwk(jwk);
+  }
+  if (value instanceof KeyObject) {
+    assertEd25519PrivateKey(value);
+    return value;
+  }
+  return privateKeyFromJwk(value);
+}
+
+/** Reads an Ed25519 private JWK (`{"kty": "OKP", "crv": "Ed25519", "d": ..., "x": ...}`). */
+export function privateKeyFromJwk(jwk: unknown): KeyObject {
+  const fields = jwk && typeof jwk === "object" ? (jwk as Record<string, unknown>) : {};
+  if (fields.kty !== "OKP" || fields.crv !== "Ed25519" || typeof fields.d !== "string") {
+    throw new InvalidInputError('The private key JWK must have kty "OKP", crv "Ed25519" and a "d" member.');
+  }
+  try {
+    return createPrivateKey({ key: fields as JsonWebKey, format: "jwk" });
+  } catch {
+    throw new InvalidInputError("The private key JWK is not a readable Ed25519 key.");
+  }
 }
 
 function assertEd25519PrivateKey(key: KeyObject): void {

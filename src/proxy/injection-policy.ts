@@ -5,14 +5,12 @@
  */
 import { isIPv6 } from "node:net";
 import type { ExternalAuditEvent } from "../api/audit.ts";
-import type { ProxyRoute, ProxyRoutes, ResolvedCredential } from "../api/credentials.ts";
+import type { ProxyRoute, ResolvedCredential } from "../api/credentials.ts";
+import { CredentialResolver, resolveRequestFor } from "../client/credential-resolver.ts";
 import type { DaemonClient } from "../client/daemon-client.ts";
+import { ProviderRoutes } from "../client/provider-routes.ts";
 import { DaemonUnavailableError, SvcError } from "../core/errors.ts";
-import { decideRoute, RouteTable } from "../providers/routing.ts";
 import type { InterceptedRequest, Outcome, ProxyPolicy, RequestPlan } from "./server.ts";
-
-/** How often the routing table is refreshed from the daemon (a login during a run shows up). */
-const ROUTES_TTL_MS = 10_000;
 
 export interface InjectionPolicyOptions {
   client: DaemonClient;
@@ -22,15 +20,6 @@ export interface InjectionPolicyOptions {
   denyUnmatched?: boolean;
   audit?: (event: ExternalAuditEvent) => void;
   now?: () => Date;
-}
-
-function tableOf(routes: readonly ProxyRoute[]): RouteTable {
-  return new RouteTable(
-    routes.map((route) => ({
-      provider: { name: route.provider, api_url: route.api_url.filter((entry) => !entry.startsWith("{")) },
-      oauthEndpoints: route.oauth_endpoints,
-    })),
-  );
 }
 
 /** The raw secret inside a header value (`Bearer <token>` → `<token>`), to scrub both forms. */
@@ -60,20 +49,16 @@ function statusFor(error: SvcError): number {
 }
 
 export class InjectionPolicy implements ProxyPolicy {
-  readonly #client: DaemonClient;
+  readonly #routes: ProviderRoutes;
+  readonly #resolver: CredentialResolver;
   readonly #connections: ReadonlyMap<string, string>;
   readonly #denyUnmatched: boolean;
   readonly #audit: InjectionPolicyOptions["audit"];
   readonly #now: () => Date;
-  #routes: ProxyRoute[] = [];
-  #table = new RouteTable([]);
-  #connected = new Set<string>();
-  #loadedAt = 0;
-  #refreshing: Promise<void> | undefined;
-  readonly #inFlight = new Map<string, Promise<ResolvedCredential>>();
 
   constructor(options: InjectionPolicyOptions) {
-    this.#client = options.client;
+    this.#routes = new ProviderRoutes(options.client);
+    this.#resolver = new CredentialResolver(options.client);
     this.#connections = options.connections ?? new Map();
     this.#denyUnmatched = options.denyUnmatched ?? false;
     this.#audit = options.audit;
@@ -81,35 +66,20 @@ export class InjectionPolicy implements ProxyPolicy {
   }
 
   /** Loads the routing table; call once before serving. */
-  async load(): Promise<ProxyRoute[]> {
-    const { routes } = await this.#client.get<ProxyRoutes>("/api/proxy/routes");
-    this.#routes = routes;
-    this.#table = tableOf(routes);
-    this.#connected = new Set(routes.filter((route) => route.connections.length > 0).map((r) => r.provider));
-    this.#loadedAt = Date.now();
-    return routes;
+  load(): Promise<ProxyRoute[]> {
+    return this.#routes.load();
   }
 
   get routes(): readonly ProxyRoute[] {
-    return this.#routes;
-  }
-
-  #refreshIfStale(): void {
-    if (this.#refreshing || Date.now() - this.#loadedAt < ROUTES_TTL_MS) return;
-    this.#refreshing = this.load()
-      .then(() => undefined)
-      .catch(() => undefined)
-      .finally(() => {
-        this.#refreshing = undefined;
-      });
+    return this.#routes.routes;
   }
 
   intercept(host: string, port: number): boolean {
-    return this.#table.routesHost(host, port);
+    return this.#routes.routesHost(host, port);
   }
 
   async plan(request: InterceptedRequest): Promise<RequestPlan> {
-    this.#refreshIfStale();
+    this.#routes.refreshIfStale();
     const hostPart = isIPv6(request.host) ? `[${request.host}]` : request.host;
     const authority = request.port === 443 ? hostPart : `${hostPart}:${request.port}`;
     const url = new URL(
@@ -119,7 +89,7 @@ export class InjectionPolicy implements ProxyPolicy {
     const audit =
       (provider: string | null, connection: string | null, decision: string) => (outcome: Outcome) =>
         this.#record(request, url, provider, connection, decision, outcome);
-    const decision = decideRoute(this.#table, url, (name) => this.#connected.has(name));
+    const decision = this.#routes.decide(url);
     switch (decision.kind) {
       case "none":
       case "oauth_endpoint":
@@ -143,7 +113,7 @@ export class InjectionPolicy implements ProxyPolicy {
         const connection = this.#connections.get(provider);
         let credential: ResolvedCredential;
         try {
-          credential = await this.#resolve(authority, url, provider, connection);
+          credential = await this.#resolver.resolve(resolveRequestFor(url, provider, connection));
         } catch (raw) {
           const error = raw instanceof SvcError ? raw : new DaemonUnavailableError(String(raw));
           const message =
@@ -163,33 +133,6 @@ export class InjectionPolicy implements ProxyPolicy {
         };
       }
     }
-  }
-
-  /**
-   * Asks the daemon for the credential. Requests that arrive while a resolve for the same
-   * provider, connection and host is in flight share it: each still gets a value fetched after it
-   * arrived, and a burst of N parallel requests costs one round trip instead of N.
-   */
-  #resolve(authority: string, url: URL, provider: string, connection: string | undefined) {
-    const key = `${provider}\u0000${connection ?? ""}\u0000${authority}`;
-    let pending = this.#inFlight.get(key);
-    if (!pending) {
-      pending = this.#client
-        .post<ResolvedCredential>(
-          "/api/credentials/resolve",
-          {
-            host: authority,
-            path: `${url.pathname}${url.search}`,
-            provider,
-            ...(connection ? { connection } : {}),
-          },
-          // Each proxied request is audited already; a debug-log line each would be a file write each.
-          { trace: false },
-        )
-        .finally(() => this.#inFlight.delete(key));
-      this.#inFlight.set(key, pending);
-    }
-    return pending;
   }
 
   #record(

@@ -38,7 +38,8 @@ export interface Upstream {
  * A local HTTPS API with its own test CA that answers for any host name (SNI):
  * `/echo` returns the request headers as JSON, `/echo-header` repeats Authorization in a response
  * header, `/echo-gzip` is `/echo` gzip-encoded, `/status/<code>`, `/bytes?mb=N` streams N MiB,
- * `/upload` answers the byte count and SHA-256 of the request body, `/sse?n=N&ms=M` streams N
+ * `/upload` answers the byte count and SHA-256 of the request body, `/redirect?to=URL&status=S`
+ * redirects to URL (status 302 unless given), `/sse?n=N&ms=M` streams N
  * events (default 3) M ms apart (default 50), and a WebSocket upgrade first sends the handshake's
  * Authorization as JSON, then echoes messages back.
  */
@@ -82,6 +83,12 @@ export async function startUpstream(): Promise<Upstream> {
       } else if (url.pathname === "/echo-gzip") {
         response.writeHead(200, { "content-type": "application/json", "content-encoding": "gzip" });
         response.end(gzipSync(echo));
+      } else if (url.pathname === "/redirect") {
+        request.resume();
+        response.writeHead(Number(url.searchParams.get("status") ?? "302"), {
+          location: url.searchParams.get("to") ?? "/echo",
+        });
+        response.end();
       } else if (url.pathname.startsWith("/status/")) {
         response.writeHead(Number(url.pathname.slice(8)));
         response.end();

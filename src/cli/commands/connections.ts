@@ -1,13 +1,11 @@
 import type { Command } from "commander";
 import type { Connection } from "../../api/connections.ts";
-import { ConnectionNotFoundError } from "../../core/errors.ts";
+import { getConnection, listConnections } from "../../client/daemon-api.ts";
 import type { CliContext } from "../context.ts";
 import { describeCredential, parseConnectionName, segment, shortTime } from "../format.ts";
 
 export async function runConnectionsList(context: CliContext, options: { provider?: string }): Promise<void> {
-  const client = await context.daemon();
-  const query = options.provider ? `?provider=${segment(options.provider)}` : "";
-  const connections = await client.get<Connection[]>(`/api/connections${query}`);
+  const connections = await listConnections(await context.daemon(), options);
   if (context.out.options.json) {
     context.out.json(connections);
     return;
@@ -40,24 +38,14 @@ export async function runConnectionsInspect(
   provider: string,
   options: { connection?: string; reveal?: boolean },
 ): Promise<void> {
-  const client = await context.daemon();
-  let name = options.connection;
-  if (!name) {
-    const connections = await client.get<Connection[]>(`/api/connections?provider=${segment(provider)}`);
-    name = connections.find((connection) => connection.is_default)?.connection;
-    if (!name) {
-      throw new ConnectionNotFoundError(
-        `${provider} has no connections; add one with \`svc login ${provider}\``,
-      );
-    }
-  }
-  const path = `/api/connections/${segment(provider)}/${segment(name)}`;
-  if (options.reveal) {
+  const reveal = Boolean(options.reveal);
+  const record = await getConnection(await context.daemon(), provider, options.connection, { reveal });
+  if (reveal) {
     context.out.warn(
-      `printing the secret of ${provider} connection "${name}" in plain text (the daemon audits this)`,
+      `printing the secret of ${provider} connection "${record.connection}" in plain text (the daemon audits this)`,
     );
   }
-  context.out.json(await client.get<Connection>(options.reveal ? `${path}?reveal=true` : path));
+  context.out.json(record);
 }
 
 export async function runConnectionsSetDefault(

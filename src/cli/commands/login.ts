@@ -2,6 +2,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { type Command, InvalidArgumentError, Option } from "commander";
 import { type AuthSession, type CreateAuthSession, FINAL_STATUSES } from "../../api/auth-sessions.ts";
 import { DEFAULT_CONNECTION, type LoggedOut } from "../../api/connections.ts";
+import { getProvider } from "../../client/daemon-api.ts";
 import type { DaemonClient } from "../../client/daemon-client.ts";
 import {
   AuthenticationFailedError,
@@ -12,7 +13,7 @@ import {
   InvalidInputError,
   NotFoundError,
 } from "../../core/errors.ts";
-import { FLOWS, type Flow, type Provider } from "../../providers/schema.ts";
+import { FLOWS, type Flow } from "../../providers/schema.ts";
 import { hasDisplay, openBrowser } from "../browser.ts";
 import type { CliContext } from "../context.ts";
 import { parseConnectionName, segment } from "../format.ts";
@@ -125,9 +126,7 @@ async function completeWithKey(
     return submit(key);
   }
 
-  const definition = await client
-    .get<Provider>(`/api/providers/${segment(session.provider)}`)
-    .catch(() => undefined);
+  const definition = await getProvider(client, session.provider).catch(() => undefined);
   const name = definition?.display_name ?? session.provider;
   const hint = definition?.api_key?.key_pattern_hint;
   context.out.status(`Logging in to ${name} (connection "${session.connection}")`);
@@ -154,8 +153,7 @@ async function followSession(
   client: DaemonClient,
   session: AuthSession,
 ): Promise<AuthSession> {
-  const name = await client
-    .get<Provider>(`/api/providers/${segment(session.provider)}`)
+  const name = await getProvider(client, session.provider)
     .then((definition) => definition.display_name)
     .catch(() => session.provider);
   const states = context.out.options.json && session.flow !== "api_key";

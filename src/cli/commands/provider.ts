@@ -3,9 +3,10 @@ import { join } from "node:path";
 import type { Command } from "commander";
 import type { Connection, Revoked } from "../../api/connections.ts";
 import type { RegisteredProvider, RemovedProvider } from "../../api/providers.ts";
+import { getProvider, listConnections, listProviders } from "../../client/daemon-api.ts";
 import { InputCancelledError, InvalidInputError, ProviderAlreadyRegisteredError } from "../../core/errors.ts";
 import { writePrivateFile } from "../../core/secure-fs.ts";
-import { PROVIDER_NAME_PATTERN, type Provider, type ProviderSummary } from "../../providers/schema.ts";
+import { PROVIDER_NAME_PATTERN, type ProviderSummary } from "../../providers/schema.ts";
 import type { CliContext } from "../context.ts";
 import { plural, segment } from "../format.ts";
 import { cancelled } from "../prompt.ts";
@@ -21,10 +22,7 @@ export interface ProviderListItem extends ProviderSummary {
 /** Every provider with the caller's connection names and default. */
 async function providerItems(context: CliContext): Promise<ProviderListItem[]> {
   const client = await context.daemon();
-  const [providers, connections] = await Promise.all([
-    client.get<ProviderSummary[]>("/api/providers"),
-    client.get<Connection[]>("/api/connections"),
-  ]);
+  const [providers, connections] = await Promise.all([listProviders(client), listConnections(client)]);
   const byProvider = new Map<string, Connection[]>();
   for (const connection of connections) {
     const list = byProvider.get(connection.provider) ?? [];
@@ -71,8 +69,8 @@ export async function runProviderList(context: CliContext): Promise<void> {
 /** Always JSON: the full definition and the caller's connections to it (secrets redacted). */
 export async function runProviderInspect(context: CliContext, name: string): Promise<void> {
   const client = await context.daemon();
-  const provider = await client.get<Provider>(`/api/providers/${segment(name)}`);
-  const connections = await client.get<Connection[]>(`/api/connections?provider=${segment(provider.name)}`);
+  const provider = await getProvider(client, name);
+  const connections = await listConnections(client, { provider: provider.name });
   context.out.json({ provider, connections });
 }
 
