@@ -19,6 +19,7 @@ export {
   OperationNotAllowedError,
   ProviderAlreadyRegisteredError,
   ProviderNotFoundError,
+  RateLimitedError,
   RefreshFailedError,
   SvcError,
   TokenExpiredError,
