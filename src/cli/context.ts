@@ -4,6 +4,7 @@ import type { DaemonClient } from "../client/daemon-client.ts";
 import { activeIdentity, clientFor } from "../client/session.ts";
 import { type HomeLayout, homeLayout, resolveHome } from "../core/paths.ts";
 import type { LocalIdentity } from "../identity/identity-files.ts";
+import { claimOnRefusal } from "./claim.ts";
 import { ensureDaemon } from "./daemon-control.ts";
 import { DebugLog } from "./debug-log.ts";
 import { Output } from "./output.ts";
@@ -77,6 +78,8 @@ export class CliContext {
     return clientFor(this.layout, this.io.env, identity, {
       baseUrl,
       trace: (event) => this.log.debug("daemon request", event),
+      // A request refused because the identity is not claimed yet waits for its claim link.
+      claim: claimOnRefusal(this, identity, baseUrl),
     });
   }
 }

@@ -4,8 +4,11 @@ import { registerAgentCommands } from "./commands/agent.ts";
 import { registerCompletionCommand } from "./commands/completion.ts";
 import { registerConnectionsCommands } from "./commands/connections.ts";
 import { registerDaemonCommands } from "./commands/daemon.ts";
+import { registerDashboardCommand } from "./commands/dashboard.ts";
 import { registerDoctorCommand } from "./commands/doctor.ts";
+import { registerLogCommand } from "./commands/log.ts";
 import { registerLoginCommands } from "./commands/login.ts";
+import { registerOnboardCommand } from "./commands/onboard.ts";
 import { registerProviderCommands } from "./commands/provider.ts";
 import { registerRunCommand } from "./commands/run.ts";
 import { registerWhoamiCommand } from "./commands/whoami.ts";
@@ -52,6 +55,9 @@ export function buildProgram(io: CliIo): ProgramHandle {
   registerRunCommand(program, contextFor, (code) => {
     exitCode = code;
   });
+  registerOnboardCommand(program, contextFor);
+  registerLogCommand(program, contextFor);
+  registerDashboardCommand(program, contextFor);
   registerCompletionCommand(program, io.stdout);
 
   for (const command of allCommands(program))

@@ -5,6 +5,7 @@ import {
   AuthenticationFailedError,
   DaemonUnavailableError,
   errorFromBody,
+  OperationNotAllowedError,
   type SvcError,
   UnexpectedError,
 } from "../core/errors.ts";
@@ -24,6 +25,13 @@ export interface DaemonClientOptions {
    * unauthenticated, since the usual cause is a daemon that does not know the identity yet.
    */
   register?: () => Promise<void>;
+  /**
+   * Called when a request is refused as not allowed (the usual cause on a remote daemon: the
+   * identity is registered but no account has claimed it yet). Resolves `true` once the identity
+   * is claimed, and the request is sent once more; `false` leaves the refusal as it was.
+   * Concurrent refusals share one call.
+   */
+  claim?: () => Promise<boolean>;
   timeoutMs?: number;
   /** Called after every exchange with metadata only (never headers or bodies): for debug logs. */
   trace?: (event: { method: string; path: string; status: number; ms: number }) => void;
@@ -49,6 +57,8 @@ export class DaemonClient {
   readonly baseUrl: string;
   readonly identity: ClientIdentity | undefined;
   readonly #register: (() => Promise<void>) | undefined;
+  readonly #claim: (() => Promise<boolean>) | undefined;
+  #claiming: Promise<boolean> | undefined;
   readonly #timeoutMs: number;
   readonly #url: URL;
   readonly #trace: DaemonClientOptions["trace"] | undefined;
@@ -58,12 +68,28 @@ export class DaemonClient {
     this.baseUrl = options.baseUrl.replace(/\/+$/, "");
     this.identity = options.identity;
     this.#register = options.register;
+    this.#claim = options.claim;
     this.#timeoutMs = options.timeoutMs ?? 30_000;
     this.#url = new URL(this.baseUrl);
     this.#trace = options.trace;
   }
 
   async request<T>(method: string, path: string, options: RequestOptions = {}): Promise<T> {
+    try {
+      return await this.#registered<T>(method, path, options);
+    } catch (error) {
+      if (!(error instanceof OperationNotAllowedError) || !this.#claim || options.auth === "none")
+        throw error;
+      this.#claiming ??= this.#claim().finally(() => {
+        this.#claiming = undefined;
+      });
+      if (!(await this.#claiming)) throw error;
+      return this.#send<T>(method, path, options);
+    }
+  }
+
+  /** Sends; a refusal as unauthenticated registers the identity (once) and sends again. */
+  async #registered<T>(method: string, path: string, options: RequestOptions): Promise<T> {
     try {
       return await this.#send<T>(method, path, options);
     } catch (error) {

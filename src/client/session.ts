@@ -51,6 +51,7 @@ export interface ClientForOptions {
   baseUrl?: string;
   timeoutMs?: number;
   trace?: DaemonClientOptions["trace"];
+  claim?: DaemonClientOptions["claim"];
 }
 
 /** A client for the configured daemon, signing as `identity`, that registers it when needed. */
@@ -65,6 +66,7 @@ export function clientFor(
     identity,
     ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
     ...(options.trace ? { trace: options.trace } : {}),
+    ...(options.claim ? { claim: options.claim } : {}),
     register: async () => {
       await registerIdentity(client, identity, layout);
     },

@@ -16,6 +16,7 @@ import { browserAuthRoutes } from "./routes/browser-auth.ts";
 import { claimRoutes } from "./routes/claim.ts";
 import { connectionRoutes } from "./routes/connections.ts";
 import { credentialRoutes } from "./routes/credentials.ts";
+import { dashboardRoutes } from "./routes/dashboard.ts";
 import { identityRoutes } from "./routes/identities.ts";
 import { oauthCallbackRoutes } from "./routes/oauth-callback.ts";
 import { providerRoutes } from "./routes/providers.ts";
@@ -109,5 +110,6 @@ export async function buildApp(
   await app.register(auditRoutes(context));
   await app.register(browserAuthRoutes(context));
   await app.register(claimRoutes(context));
+  await app.register(dashboardRoutes(context));
   return app;
 }

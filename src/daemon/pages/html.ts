@@ -10,14 +10,18 @@ export function escapeHtml(value: string): string {
     .replaceAll("'", "&#39;");
 }
 
-/** Pages carry no external assets, cannot be framed, leak no URL (it holds a token), and are never cached. */
+/**
+ * Pages carry no external assets, cannot be framed, leak no URL to other sites (it holds a token),
+ * and are never cached. `same-origin`, not `no-referrer`: under `no-referrer` Chromium sends
+ * `Origin: null` on a form post, which the same-origin check must refuse.
+ */
 const PAGE_HEADERS = {
   "content-type": "text/html; charset=utf-8",
   "content-security-policy":
     "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
   "x-frame-options": "DENY",
   "x-content-type-options": "nosniff",
-  "referrer-policy": "no-referrer",
+  "referrer-policy": "same-origin",
   "cache-control": "no-store",
 };
 
@@ -54,7 +58,7 @@ export function sendPage(
 <head>
 <meta charset="utf-8">${refresh}
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="referrer" content="no-referrer">
+<meta name="referrer" content="same-origin">
 <title>${escapeHtml(title)} · svc</title>
 <style>${STYLE}</style>
 </head>

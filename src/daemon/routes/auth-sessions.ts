@@ -28,7 +28,7 @@ import { sendClientCredentialsForm, sendContinuePage } from "../pages/client-cre
 import { sendDevicePage } from "../pages/device-page.ts";
 import { sendOutcomePage } from "../pages/html.ts";
 import { assertSameOrigin, daemonBaseUrl } from "../plugins/browser-auth.ts";
-import { type AuthSessionState, sessionView } from "../services/auth-sessions.ts";
+import { type AuthSessionState, returnHint, sessionView } from "../services/auth-sessions.ts";
 import { callerScope } from "../services/caller-scope.ts";
 import type { ConnectionRecord } from "../services/connections.ts";
 
@@ -336,14 +336,14 @@ function sendSessionPage(
     return sendOutcomePage(reply, 200, {
       ok: true,
       title: `${provider.display_name} connected`,
-      message: `The ${session.flow === "api_key" ? "key" : "sign-in"} is stored encrypted as connection "${session.connection}". Return to your terminal.`,
+      message: `The ${session.flow === "api_key" ? "key" : "sign-in"} is stored encrypted as connection "${session.connection}". ${returnHint(session)}`,
     });
   }
   if (session.status === "processing") {
     return sendOutcomePage(reply, 200, {
       ok: true,
       title: "Finishing the login",
-      message: "svc is storing the credentials; return to your terminal.",
+      message: `svc is storing the credentials. ${returnHint(session)}`,
     });
   }
   throw sessionClosed(session);

@@ -3,6 +3,7 @@ import { z } from "zod";
 import { SvcError, UnexpectedError } from "../../core/errors.ts";
 import type { DaemonContext } from "../context.ts";
 import { sendOutcomePage } from "../pages/html.ts";
+import { returnHint } from "../services/auth-sessions.ts";
 import { OAUTH_CALLBACK_PATH } from "../services/oauth-login.ts";
 
 const param = z.string().max(4096).optional();
@@ -44,7 +45,7 @@ export function oauthCallbackRoutes(context: DaemonContext): FastifyPluginAsyncZ
           return sendOutcomePage(reply, 200, {
             ok: true,
             title: `${provider.display_name} connected`,
-            message: `svc stored the sign-in encrypted as connection "${session.connection}". Return to your terminal.`,
+            message: `svc stored the sign-in encrypted as connection "${session.connection}". ${returnHint(session)}`,
           });
         }
         return sendOutcomePage(reply, 400, {

@@ -17,6 +17,7 @@ import type { OAuthEndpoints } from "../../flows/oauth/endpoints.ts";
 import type { DeviceAuthorization } from "../../flows/oauth/grants.ts";
 import type { OAuthClient } from "../../flows/oauth/http.ts";
 import type { Flow } from "../../providers/schema.ts";
+import { BROWSER_HANDLE_PREFIX } from "./browser-sessions.ts";
 
 /** How long a person has to finish a browser step. */
 export const AUTH_SESSION_TTL_MS = 10 * 60 * 1000;
@@ -296,6 +297,13 @@ export class AuthSessionService {
 }
 
 /** The API view of a session. */
+/** Where the person goes after a browser step: the dashboard that started the login, or the terminal. */
+export function returnHint(session: AuthSessionState): string {
+  return session.owner.handle.startsWith(BROWSER_HANDLE_PREFIX)
+    ? "You can close this tab and return to the dashboard."
+    : "Return to your terminal.";
+}
+
 export function sessionView(session: AuthSessionState): AuthSession {
   const url = nextUrl(session);
   const device = session.oauth?.device;

@@ -16,6 +16,9 @@ export interface BrowserSession {
   label: string;
 }
 
+/** Browser sessions act under `browser:<8 hex>`; identity handles never contain a colon. */
+export const BROWSER_HANDLE_PREFIX = "browser:";
+
 const hashToken = (token: string) => createHash("sha256").update(token).digest("hex");
 /** Derived from the cookie token, so it is never stored, and not derivable from the stored hash. */
 const csrfFor = (token: string) => createHash("sha256").update(`svc-csrf|${token}`).digest("base64url");
@@ -76,6 +79,6 @@ function toSession(row: Database["browser_sessions"], token: string): BrowserSes
     principalId: row.principal_id,
     csrfToken: csrfFor(token),
     expiresAt: new Date(row.expires_at),
-    label: `browser:${row.id.slice(0, 8)}`,
+    label: `${BROWSER_HANDLE_PREFIX}${row.id.slice(0, 8)}`,
   };
 }
