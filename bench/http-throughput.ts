@@ -8,6 +8,9 @@ export interface ThroughputOptions {
   durationSeconds: number;
   /** Returns the Authorization header value for one request; called for every request. */
   authorize?: () => string;
+  /** Default GET without a body; a body is sent as JSON. */
+  method?: "GET" | "POST";
+  body?: string;
 }
 
 export interface Throughput {
@@ -24,10 +27,14 @@ export interface Throughput {
   status_codes: Record<string, number>;
 }
 
-/** Keep-alive load on one GET route with autocannon (in this process; the daemon runs in another). */
+/** Keep-alive load on one route with autocannon (in this process; the daemon runs in another). */
 export async function measureThroughput(options: ThroughputOptions): Promise<Throughput> {
   const { authorize } = options;
-  const request: autocannon.Request = { method: "GET", path: options.path };
+  const request: autocannon.Request = { method: options.method ?? "GET", path: options.path };
+  if (options.body !== undefined) {
+    request.body = options.body;
+    request.headers = { "content-type": "application/json" };
+  }
   if (authorize) {
     request.setupRequest = (req) => {
       req.headers = { ...req.headers, authorization: authorize() };

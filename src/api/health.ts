@@ -49,6 +49,12 @@ export const ReadinessSchema = z.object({
     .describe("Per-component status: `ok`, or the failure value."),
   warnings: z.array(z.string()).optional(),
   issues: z.array(z.string()).optional(),
+  store_backend: z
+    .string()
+    .optional()
+    .describe(
+      "Which relational store the `store` check probed: `SQLite <path>` or `PostgreSQL <host>:<port>/<database>` (never credentials).",
+    ),
   ...encryptionFields,
 });
 export type Readiness = z.infer<typeof ReadinessSchema>;

@@ -118,6 +118,10 @@ export class AuditLog {
     const cursor = options.cursor === undefined ? undefined : decodeCursor(options.cursor);
     const since = options.since === undefined ? undefined : parseInstant("since", options.since);
     const until = options.until === undefined ? undefined : parseInstant("until", options.until);
+    for (const [name, value] of Object.entries({ provider: options.provider, event: options.event })) {
+      // Nothing stored holds NUL, and PostgreSQL refuses it as a parameter: same answer on both stores.
+      if (value?.includes("\u0000")) throw new InvalidInputError(`'${name}' must not contain NUL.`);
+    }
     let query = this.#db.selectFrom("audit_events").selectAll();
     if (options.principalId !== undefined) query = query.where("principal_id", "=", options.principalId);
     if (options.provider !== undefined) query = query.where("provider", "=", options.provider);

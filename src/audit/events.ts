@@ -74,8 +74,15 @@ export const EVENT_ID_PATTERN = /^evt_\d{13}_[A-Za-z0-9_-]{12}$/;
 /** The largest time a 13-digit millisecond id prefix can hold (year 2286). */
 const MAX_TIME_MS = 9_999_999_999_999;
 
-/** The column widths of `audit_events` (migration 0002). */
-const name = z.string().min(1).max(64);
+/**
+ * The column widths of `audit_events` (migration 0002). PostgreSQL text cannot hold NUL, so it
+ * is refused on both stores alike (detail values are stored as JSON, where NUL is escaped).
+ */
+const name = z
+  .string()
+  .min(1)
+  .max(64)
+  .refine((value) => !value.includes("\u0000"), "must not contain NUL");
 
 export const AuditEventInputSchema = z.object({
   event: name.regex(EVENT_NAME_PATTERN),

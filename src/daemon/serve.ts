@@ -12,7 +12,7 @@ import { MemoryReplayCache } from "../identity/pop-token.ts";
 import { loadBundledProviders } from "../providers/catalogue.ts";
 import { CustomProviderRepository } from "../store/custom-providers.ts";
 import { SettingsRepository } from "../store/settings.ts";
-import { openSqliteStore, type Store } from "../store/store.ts";
+import { openStore, type Store } from "../store/store.ts";
 import { type KeyringAccess, osKeyring, resolveMasterKey } from "../vault/master-key.ts";
 import { VaultService } from "../vault/vault-service.ts";
 import { buildApp } from "./app.ts";
@@ -92,7 +92,7 @@ export async function startDaemon(options: DaemonStartOptions): Promise<RunningD
   const env = options.env ?? process.env;
   ensurePrivateDir(layout.home);
   ensurePrivateDir(layout.server);
-  const store = await openSqliteStore({ path: layout.database });
+  const store = await openStore(env, layout);
   try {
     const context = await createContext(store, options, env);
     const app = await buildApp(context, { logger: options.logger });

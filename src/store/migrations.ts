@@ -1,4 +1,4 @@
-import { type Kysely, type Migration, type MigrationProvider, Migrator, sql } from "kysely";
+import { type Kysely, type Migration, type MigrationProvider, Migrator, PostgresAdapter, sql } from "kysely";
 
 /**
  * Versioned migrations, in code, applied at start. Only Kysely's schema builder and portable SQL:
@@ -101,6 +101,26 @@ const MIGRATIONS: Record<string, Migration> = {
         .execute();
     },
   },
+  "0004_postgres_byte_order": {
+    // SQLite compares text byte by byte; PostgreSQL uses the database's collation, where
+    // en_US.UTF-8 sorts 'a' before 'B' and skips punctuation. Columns that are ordered or
+    // compared by range get the "C" collation, so audit paging, expiry and listings agree on
+    // both stores. Nothing to do on SQLite.
+    async up(db: Kysely<unknown>) {
+      if (!(db.getExecutor().adapter instanceof PostgresAdapter)) return;
+      const columns = [
+        ["audit_events", "timestamp", "varchar(32)"],
+        ["audit_events", "id", "varchar(40)"],
+        ["browser_sessions", "expires_at", "varchar(32)"],
+        ["custom_providers", "name", "varchar(64)"],
+      ] as const;
+      for (const [table, column, type] of columns) {
+        await sql`alter table ${sql.table(table)} alter column ${sql.ref(column)} type ${sql.raw(type)} collate "C"`.execute(
+          db,
+        );
+      }
+    },
+  },
 };
 
 class InCodeMigrations implements MigrationProvider {
@@ -109,9 +129,17 @@ class InCodeMigrations implements MigrationProvider {
   }
 }
 
-/** Applies every pending migration. Kysely's migrator takes a lock, so concurrent starts apply each once. */
-export async function migrateToLatest(db: Kysely<unknown>): Promise<string[]> {
-  const migrator = new Migrator({ db, provider: new InCodeMigrations() });
+export interface MigrateOptions {
+  /** Where Kysely keeps its migration tables (PostgreSQL: the store's schema). */
+  migrationTableSchema?: string;
+}
+
+/**
+ * Applies every pending migration; returns the names this call applied. Kysely's migrator takes
+ * a lock (on PostgreSQL an advisory lock), so concurrent starts apply each migration once.
+ */
+export async function migrateToLatest(db: Kysely<unknown>, options: MigrateOptions = {}): Promise<string[]> {
+  const migrator = new Migrator({ db, provider: new InCodeMigrations(), ...options });
   const { error, results } = await migrator.migrateToLatest();
   if (error) throw error instanceof Error ? error : new Error(String(error));
   return (results ?? []).filter((r) => r.status === "Success").map((r) => r.migrationName);

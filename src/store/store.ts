@@ -2,6 +2,7 @@ import { chmodSync, closeSync, openSync } from "node:fs";
 import { dirname } from "node:path";
 import BetterSqlite3 from "better-sqlite3";
 import { Kysely, SqliteDialect, sql } from "kysely";
+import type { HomeLayout } from "../core/paths.ts";
 import { ensurePrivateDir } from "../core/secure-fs.ts";
 import { migrateToLatest } from "./migrations.ts";
 import type { Database } from "./schema.ts";
@@ -15,6 +16,20 @@ export interface Store {
   /** A cheap round trip proving the store answers. */
   probe(): Promise<void>;
   close(): Promise<void>;
+}
+
+/**
+ * The daemon's store: PostgreSQL when `SVC_DATABASE_URL` is set (hosted, shared by replicas),
+ * otherwise the embedded SQLite file in the home. The PostgreSQL driver loads only when used.
+ */
+export async function openStore(
+  env: { SVC_DATABASE_URL?: string | undefined },
+  layout: Pick<HomeLayout, "database">,
+): Promise<Store> {
+  const url = env.SVC_DATABASE_URL?.trim();
+  if (!url) return openSqliteStore({ path: layout.database });
+  const { openPostgresStore } = await import("./postgres.ts");
+  return openPostgresStore({ url });
 }
 
 export interface SqliteStoreOptions {

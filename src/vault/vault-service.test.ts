@@ -1,37 +1,19 @@
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
-import BetterSqlite3 from "better-sqlite3";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { createStoreFixture, STORE_KINDS, type StoreFixture } from "../../test/support/stores.ts";
 import { InvalidInputError, NotFoundError, VaultUnavailableError } from "../core/errors.ts";
-import { openSqliteStore, type Store } from "../store/store.ts";
+import type { Store } from "../store/store.ts";
 import { type MasterKeyResolution, memoryKeyring, noKeyring, resolveMasterKey } from "./master-key.ts";
 import { KEY_CHECK_SETTING, VaultService } from "./vault-service.ts";
 
+let fixture: StoreFixture;
 let dir: string;
-let dbPath: string;
-const stores: Store[] = [];
 
-beforeEach(() => {
-  dir = mkdtempSync(join(tmpdir(), "svc-vault-"));
-  dbPath = join(dir, "server", "svc.db");
-});
-
-afterEach(async () => {
-  for (const store of stores.splice(0)) await store.close();
-  rmSync(dir, { recursive: true, force: true });
-});
-
-async function openStore(): Promise<Store> {
-  const store = await openSqliteStore({ path: dbPath });
-  stores.push(store);
-  return store;
-}
-
-async function closeStores(): Promise<void> {
-  for (const store of stores.splice(0)) await store.close();
-}
+const openStore = (): Promise<Store> => fixture.open();
+const closeStores = (): Promise<void> => fixture.closeStores();
+/** All stored rows, read through a separate connection. */
+const snapshot = (): Promise<string> => fixture.snapshot();
 
 function envKey(value: string): Promise<MasterKeyResolution> {
   return resolveMasterKey({
@@ -51,20 +33,6 @@ async function service(masterKey: MasterKeyResolution, store?: Store): Promise<V
   return vault;
 }
 
-/** All stored rows, read through a separate connection. */
-function snapshot(): string {
-  const db = new BetterSqlite3(dbPath, { readonly: true });
-  try {
-    return JSON.stringify({
-      settings: db.prepare("select * from settings order by key").all(),
-      vaults: db.prepare("select * from vaults order by id").all(),
-      entries: db.prepare("select * from vault_entries order by vault_id, key").all(),
-    });
-  } finally {
-    db.close();
-  }
-}
-
 async function expectRejects(
   promise: Promise<unknown>,
   errorClass: abstract new (...args: never[]) => Error,
@@ -72,7 +40,15 @@ async function expectRejects(
   await expect(promise).rejects.toBeInstanceOf(errorClass);
 }
 
-describe("VaultService", () => {
+describe.each(STORE_KINDS)("VaultService on %s", (kind) => {
+  beforeEach(async () => {
+    fixture = await createStoreFixture(kind);
+    dir = fixture.dir;
+  });
+  afterEach(async () => {
+    await fixture.dispose();
+  });
+
   it("stores, reads, lists and deletes JSON values", async () => {
     const vault = await service(await envKey(KEY_A));
     expect(vault.status).toEqual({ locked: false });
@@ -127,9 +103,9 @@ describe("VaultService", () => {
     const store = await openStore();
     const vault = await service(await envKey(KEY_A), store);
     expect(await vault.createVault(null, "vlt_local")).toBe("vlt_local");
-    const before = snapshot();
+    const before = await snapshot();
     expect(await vault.createVault(null, "vlt_local")).toBe("vlt_local");
-    expect(snapshot()).toBe(before);
+    expect(await snapshot()).toBe(before);
     await expectRejects(vault.createVault(null, "bad|id"), InvalidInputError);
     await expectRejects(vault.put("vlt_nope", "k", 1), NotFoundError);
     await expectRejects(vault.put("vlt_local", "k", undefined), InvalidInputError);
@@ -245,7 +221,7 @@ describe("VaultService", () => {
     const id = await first.createVault(null);
     await first.put(id, "k", { token: "t" });
     await closeStores();
-    const before = snapshot();
+    const before = await snapshot();
 
     const wrong = await service(await envKey(KEY_B));
     expect(wrong.status.locked).toBe(true);
@@ -268,7 +244,7 @@ describe("VaultService", () => {
     );
     expect(await wrong.checkIntegrity()).toMatchObject({ ok: false });
     await closeStores();
-    expect(snapshot()).toBe(before);
+    expect(await snapshot()).toBe(before);
 
     const right = await service(await envKey(KEY_A));
     expect(await right.get(id, "k")).toEqual({ token: "t" });
@@ -277,7 +253,7 @@ describe("VaultService", () => {
   it("a missing master key locks the service and writes nothing, even on an empty store", async () => {
     await openStore();
     await closeStores();
-    const before = snapshot();
+    const before = await snapshot();
     const missing = await envKey("too short");
     const vault = await service(missing);
     expect(vault.status.locked).toBe(true);
@@ -286,7 +262,7 @@ describe("VaultService", () => {
     );
     await expectRejects(vault.createVault(null), VaultUnavailableError);
     await closeStores();
-    expect(snapshot()).toBe(before);
+    expect(await snapshot()).toBe(before);
   });
 
   it("writes the key check once, and a wrong key cannot replace a missing key check", async () => {

@@ -271,8 +271,9 @@ export class VaultService {
     // substr() rather than LIKE: '_' and '%' are wildcards there, and collations differ.
     const row = await this.#db
       .selectFrom("vault_entries")
-      .select((eb) => eb.fn.countAll<number | string>().as("n"))
-      .where(sql<string>`substr(key, 1, ${prefix.length})`, "=", prefix)
+      .select((eb) => eb.fn.countAll<number | string | bigint>().as("n"))
+      // Both stores count substr() lengths in code points, not UTF-16 units.
+      .where(sql<string>`substr(key, 1, ${[...prefix].length})`, "=", prefix)
       .executeTakeFirstOrThrow();
     return Number(row.n);
   }

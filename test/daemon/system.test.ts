@@ -61,6 +61,7 @@ describe("GET /api/ready", () => {
       spec_version: "ok",
     });
     expect(ready.issues).toEqual([]);
+    expect(ready.store_backend).toBe(`SQLite ${t.layout.database}`);
   });
 
   it("warns when the master key file is readable by others", async () => {

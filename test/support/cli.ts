@@ -108,6 +108,8 @@ export class SvcSandbox {
         changed();
       });
     });
+    // A command that exits without reading stdin (`svc --version`) closes the pipe first: EPIPE.
+    child.stdin.on("error", () => {});
     child.stdin.end(options.input ?? "");
     const waitFor = (stream: "stdout" | "stderr", pattern: RegExp, timeoutMs = 15_000) =>
       new Promise<RegExpMatchArray>((resolve, reject) => {

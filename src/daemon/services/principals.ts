@@ -25,6 +25,8 @@ export function principalFields(principal: Principal | undefined) {
 }
 
 const LOCAL_OWNER_KEY = "principals.local_owner";
+/** A settings row whose lock serialises principal creation (its value means nothing). */
+const PRINCIPALS_LOCK_KEY = "principals.create_lock";
 
 /** Principals own vaults; the first principal of a fresh daemon is `admin`, later ones `user`. */
 export class PrincipalService {
@@ -76,9 +78,17 @@ export class PrincipalService {
   async create(now: Date, account?: { email: string; passwordHash: string }): Promise<Principal> {
     const id = newId("prn");
     await this.#db.transaction().execute(async (trx) => {
+      // Serialises creations across connections and replicas: on PostgreSQL two transactions
+      // could otherwise both count zero principals (two admins) or both find an email free.
+      // The upsert holds the row lock until commit; later statements then see committed rows.
+      await trx
+        .insertInto("settings")
+        .values({ key: PRINCIPALS_LOCK_KEY, value: "" })
+        .onConflict((oc) => oc.column("key").doUpdateSet({ value: "" }))
+        .execute();
       const count = await trx
         .selectFrom("principals")
-        .select((eb) => eb.fn.countAll<number>().as("n"))
+        .select((eb) => eb.fn.countAll<number | string | bigint>().as("n"))
         .executeTakeFirstOrThrow();
       const role: PrincipalRole = Number(count.n) === 0 ? "admin" : "user";
       if (account) {

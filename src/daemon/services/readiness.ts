@@ -97,6 +97,7 @@ export async function evaluateReadiness(context: DaemonContext, caller: Caller):
     },
     warnings,
     issues,
+    store_backend: context.store.description,
     ...encryptionFields(context),
   };
 }
