@@ -27,6 +27,10 @@ export const CreateAuthSessionSchema = z
     scopes: z.array(z.string().min(1)).optional(),
     base_url: z.string().url().optional().describe("Tenant base URL for multi-tenant providers."),
     force: z.boolean().default(false).describe("Overwrite an existing connection of that name."),
+    via: z
+      .enum(["login", "onboard"])
+      .optional()
+      .describe("Which command started it (`svc login` by default); the audit events say so."),
   })
   .meta({ id: "CreateAuthSession" });
 export type CreateAuthSession = z.input<typeof CreateAuthSessionSchema>;

@@ -109,6 +109,10 @@ describe("audit canaries and paging", () => {
     await get("/api/ready");
     const events = JSON.parse(answers[answers.length - 5]!) as AuditPageRecord;
     const kinds = new Set(events.events.map((event) => event.event));
+    const viaDashboard = events.events.find(
+      (e) => e.event === "provider.login" && e.provider === "anthropic",
+    );
+    expect(viaDashboard?.detail).toEqual({ flow: "api_key", via: "dashboard" });
     for (const kind of [
       "identity.claimed",
       "provider.login",

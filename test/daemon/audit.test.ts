@@ -37,6 +37,7 @@ describe("audit routes", () => {
       provider: "openai",
       connection: "default",
       identity: t.identity.handle,
+      detail: { flow: "api_key", via: "login" },
     });
     expect(login!.principal_id).toMatch(/^prn_/);
     expect(page.events.map((event) => event.event)).toContain("identity.claimed");

@@ -104,6 +104,9 @@ describe("svc onboard", () => {
     );
     expect(first.stdout).toMatch(/svc login <provider>`: heroku \(HEROKU_API_KEY set here\)/);
     expect(first.stdout).toContain("✓ Set up: 3 keys imported.");
+    const imported = await loginEvents();
+    expect(imported).toHaveLength(3);
+    for (const event of imported) expect(event.detail).toMatchObject({ flow: "api_key", via: "onboard" });
 
     const connections = await sandbox.json<Connection[]>(["connections"]);
     const redacted = Object.fromEntries(

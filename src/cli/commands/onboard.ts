@@ -231,6 +231,7 @@ async function settle(
   const session = await client.post<AuthSession>("/api/auth/sessions", {
     provider: report.provider,
     connection: report.connection,
+    via: "onboard",
   });
   try {
     await client.post<AuthSession>(`/api/auth/sessions/${segment(session.session_id)}/input`, {

@@ -67,7 +67,7 @@ export function authSessionRoutes(context: DaemonContext): FastifyPluginAsyncZod
           status: "failure",
           ...actor,
           ...subject,
-          detail: { reason: error.errorName },
+          detail: { flow: "api_key", via: session.via, reason: error.errorName },
         },
         { secrets: [key] },
       );
@@ -80,14 +80,18 @@ export function authSessionRoutes(context: DaemonContext): FastifyPluginAsyncZod
         status: "success",
         ...actor,
         ...subject,
-        detail: { flow: "api_key" },
+        detail: { flow: "api_key", via: session.via },
       },
       { secrets: [key] },
     );
   }
 
   /** Starts a login for the caller: checks the flow and the name, then waits for its first step. */
-  async function startSession(request: FastifyRequest, body: CreateAuthSession): Promise<AuthSessionState> {
+  async function startSession(
+    request: FastifyRequest,
+    body: CreateAuthSession,
+    via: AuthSessionState["via"],
+  ): Promise<AuthSessionState> {
     const scope = await callerScope(context, request);
     const provider = context.providers.get(body.provider);
     const flow = body.flow ?? provider.flow;
@@ -110,6 +114,7 @@ export function authSessionRoutes(context: DaemonContext): FastifyPluginAsyncZod
       connection,
       flow,
       force,
+      via,
       ...(body.scopes ? { scopes: body.scopes } : {}),
       ...(body.base_url ? { baseUrl: body.base_url.replace(/\/+$/, "") } : {}),
       daemonUrl: daemonBaseUrl(context, request),
@@ -134,7 +139,7 @@ export function authSessionRoutes(context: DaemonContext): FastifyPluginAsyncZod
         },
       },
       async (request, reply) => {
-        const session = await startSession(request, request.body);
+        const session = await startSession(request, request.body, request.body.via ?? "login");
         return reply.code(201).send(sessionView(session));
       },
     );
@@ -150,13 +155,13 @@ export function authSessionRoutes(context: DaemonContext): FastifyPluginAsyncZod
           tags,
           security: [{ pop: [] }],
           params: z.object({ provider_name: z.string().min(1).max(64) }),
-          body: CreateAuthSessionSchema.omit({ provider: true }).optional(),
+          body: CreateAuthSessionSchema.omit({ provider: true, via: true }).optional(),
           response: { 201: AuthSessionSchema, ...errors },
         },
       },
       async (request, reply) => {
         const body = { ...request.body, provider: request.params.provider_name };
-        const session = await startSession(request, body);
+        const session = await startSession(request, body, "dashboard");
         return reply.code(201).send(sessionView(session));
       },
     );

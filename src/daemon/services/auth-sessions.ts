@@ -53,6 +53,8 @@ export interface AuthSessionState {
   connection: string;
   flow: Flow;
   force: boolean;
+  /** What started it: `svc login`, `svc onboard`, or the dashboard; recorded in its audit events. */
+  via: "login" | "onboard" | "dashboard";
   scopes?: string[];
   /** The tenant base URL of a multi-tenant provider. */
   baseUrl?: string;

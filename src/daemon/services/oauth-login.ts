@@ -343,7 +343,7 @@ export class OAuthLoginService {
       connection: session.connection,
       identity: session.owner.handle,
       principal_id: session.owner.principalId,
-      detail: { flow: session.flow, reason },
+      detail: { flow: session.flow, via: session.via, reason },
     });
   }
 
@@ -371,7 +371,7 @@ export class OAuthLoginService {
         connection: session.connection,
         identity: session.owner.handle,
         principal_id: session.owner.principalId,
-        detail: { flow: session.flow },
+        detail: { flow: session.flow, via: session.via },
       },
       { secrets: [tokens.access_token, ...(tokens.refresh_token ? [tokens.refresh_token] : [])] },
     );
