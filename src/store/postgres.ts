@@ -3,7 +3,7 @@ import pg from "pg";
 import { InvalidInputError, UnexpectedError } from "../core/errors.ts";
 import { migrateToLatest } from "./migrations.ts";
 import type { Database } from "./schema.ts";
-import type { Store } from "./store.ts";
+import { type Store, storeOver } from "./store.ts";
 
 /**
  * Connections per daemon. A resolve is one or two short queries, so a few connections keep up
@@ -56,20 +56,7 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
       `cannot open the PostgreSQL store at ${target}: ${scrubPassword(errorText(error), options.url)}`,
     );
   }
-  let closed = false;
-  return {
-    db,
-    kind: "postgres",
-    description,
-    async probe() {
-      await sql`select 1`.execute(db);
-    },
-    async close() {
-      if (closed) return;
-      closed = true;
-      await db.destroy();
-    },
-  };
+  return storeOver(db, "postgres", description);
 }
 
 /**

@@ -32,6 +32,24 @@ export async function openStore(
   return openPostgresStore({ url });
 }
 
+/** The Store around an open, migrated database: a `select 1` probe and an idempotent close. */
+export function storeOver(db: Kysely<Database>, kind: Store["kind"], description: string): Store {
+  let closed = false;
+  return {
+    db,
+    kind,
+    description,
+    async probe() {
+      await sql`select 1`.execute(db);
+    },
+    async close() {
+      if (closed) return;
+      closed = true;
+      await db.destroy();
+    },
+  };
+}
+
 export interface SqliteStoreOptions {
   path: string;
 }
@@ -51,18 +69,5 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Stor
     dialect: new SqliteDialect({ database: withStatementCache(connection) }),
   });
   await migrateToLatest(db as Kysely<unknown>);
-  let closed = false;
-  return {
-    db,
-    kind: "sqlite",
-    description: `SQLite ${options.path}`,
-    async probe() {
-      await sql`select 1`.execute(db);
-    },
-    async close() {
-      if (closed) return;
-      closed = true;
-      await db.destroy();
-    },
-  };
+  return storeOver(db, "sqlite", `SQLite ${options.path}`);
 }

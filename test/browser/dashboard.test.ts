@@ -3,7 +3,15 @@ import { randomBytes } from "node:crypto";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Connection } from "../../src/api/connections.ts";
-import { CHROMIUM, DESKTOP, launchChromium, NARROW, newContext, screenshot } from "../support/browser.ts";
+import {
+  CHROMIUM,
+  DESKTOP,
+  launchChromium,
+  NARROW,
+  newContext,
+  screenshot,
+  screenshotVariants,
+} from "../support/browser.ts";
 import { SVC_BIN } from "../support/cli.ts";
 import { loginWithApiKey, startTestDaemon, type TestDaemon } from "../support/daemon.ts";
 
@@ -120,22 +128,7 @@ describe(`the dashboard in Chromium (${CHROMIUM})`, () => {
     await reused.getByRole("heading", { name: "This dashboard link has expired" }).waitFor();
     await reused.close();
 
-    // The same page on a phone, and in dark mode.
-    for (const [name, viewport, colorScheme] of [
-      ["connections-narrow-light", NARROW, "light"],
-      ["connections-desktop-dark", DESKTOP, "dark"],
-      ["connections-narrow-dark", NARROW, "dark"],
-    ] as const) {
-      await page.setViewportSize(viewport);
-      await page.emulateMedia({ colorScheme });
-      await screenshot(page, name);
-      // Nothing is wider than the window.
-      expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(
-        viewport.width,
-      );
-    }
-    await page.setViewportSize(DESKTOP);
-    await page.emulateMedia({ colorScheme: "light" });
+    await screenshotVariants(page, "connections");
   });
 
   it("connects an API-key provider through the bridge form; the audit page shows the login; the key never reaches the page", async () => {
@@ -207,20 +200,7 @@ describe(`the dashboard in Chromium (${CHROMIUM})`, () => {
       .waitFor({ state: "detached" });
     expect(new URL(page.url()).search).toBe("?event=provider.login");
 
-    for (const [name, viewport, colorScheme] of [
-      ["audit-narrow-light", NARROW, "light"],
-      ["audit-desktop-dark", DESKTOP, "dark"],
-      ["audit-narrow-dark", NARROW, "dark"],
-    ] as const) {
-      await page.setViewportSize(viewport);
-      await page.emulateMedia({ colorScheme });
-      await screenshot(page, name);
-      expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(
-        viewport.width,
-      );
-    }
-    await page.setViewportSize(DESKTOP);
-    await page.emulateMedia({ colorScheme: "light" });
+    await screenshotVariants(page, "audit");
 
     await Promise.all(seen);
     expect(bodies.length).toBeGreaterThan(5);

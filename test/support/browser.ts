@@ -67,6 +67,26 @@ export async function screenshot(
   return path;
 }
 
+/**
+ * Screenshots `page` as `<prefix>-narrow-light`, `-desktop-dark` and `-narrow-dark`, asserting at
+ * each size that nothing is wider than the window; leaves the page desktop-sized and light.
+ */
+export async function screenshotVariants(page: Page, prefix: string): Promise<void> {
+  for (const [suffix, viewport, colorScheme] of [
+    ["narrow-light", NARROW, "light"],
+    ["desktop-dark", DESKTOP, "dark"],
+    ["narrow-dark", NARROW, "dark"],
+  ] as const) {
+    await page.setViewportSize(viewport);
+    await page.emulateMedia({ colorScheme });
+    await screenshot(page, `${prefix}-${suffix}`);
+    const width = await page.evaluate(() => document.documentElement.scrollWidth);
+    if (width > viewport.width) throw new Error(`${prefix}-${suffix}: the page is ${width}px wide`);
+  }
+  await page.setViewportSize(DESKTOP);
+  await page.emulateMedia({ colorScheme: "light" });
+}
+
 /** The dashboard session cookie of a context (undefined when signed out). */
 export async function sessionCookie(context: BrowserContext, url: string): Promise<string | undefined> {
   const cookies = await context.cookies(url);

@@ -69,42 +69,21 @@ export async function createStoreFixture(kind: StoreKind): Promise<StoreFixture>
     for (const store of opened.splice(0)) await store.close();
   };
 
-  if (kind === "sqlite") {
-    const path = join(dir, "server", "svc.db");
-    return {
-      kind,
-      dir,
-      env: {},
-      url: undefined,
-      open: () => track(openSqliteStore({ path })),
-      closeStores,
-      snapshot: async () => {
-        const store = await openSqliteStore({ path });
-        try {
-          return await snapshotOf(store);
-        } finally {
-          await store.close();
-        }
-      },
-      async dispose() {
-        await closeStores();
-        rmSync(dir, { recursive: true, force: true });
-      },
-    };
-  }
-
-  const schema = `svc_test_${randomBytes(6).toString("hex")}`;
-  await adminQuery(`create schema ${schema}`);
-  const url = withSearchPath(TEST_DATABASE_URL, schema);
-  return {
+  /** The fixture over `openStore`: snapshots read through a new store, dispose drops the data. */
+  const fixture = (
+    env: NodeJS.ProcessEnv,
+    url: string | undefined,
+    openStore: () => Promise<Store>,
+    dropData: () => Promise<void> = async () => {},
+  ): StoreFixture => ({
     kind,
     dir,
-    env: { SVC_DATABASE_URL: url },
+    env,
     url,
-    open: () => track(openPostgresStore({ url })),
+    open: () => track(openStore()),
     closeStores,
     snapshot: async () => {
-      const store = await openPostgresStore({ url });
+      const store = await openStore();
       try {
         return await snapshotOf(store);
       } finally {
@@ -114,9 +93,25 @@ export async function createStoreFixture(kind: StoreKind): Promise<StoreFixture>
     async dispose() {
       await closeStores();
       rmSync(dir, { recursive: true, force: true });
+      await dropData();
+    },
+  });
+
+  if (kind === "sqlite") {
+    const path = join(dir, "server", "svc.db");
+    return fixture({}, undefined, () => openSqliteStore({ path }));
+  }
+  const schema = `svc_test_${randomBytes(6).toString("hex")}`;
+  await adminQuery(`create schema ${schema}`);
+  const url = withSearchPath(TEST_DATABASE_URL, schema);
+  return fixture(
+    { SVC_DATABASE_URL: url },
+    url,
+    () => openPostgresStore({ url }),
+    async () => {
       await adminQuery(`drop schema if exists ${schema} cascade`);
     },
-  };
+  );
 }
 
 /** Runs one statement on the test database, failing with a message that says what is missing. */

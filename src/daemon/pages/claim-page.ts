@@ -21,16 +21,23 @@ function identityBlock(claim: ClaimView): string {
 <p class="muted">Key <code title="${escapeHtml(claim.did)}">${escapeHtml(shortDid(claim.did))}</code>. Compare it with <code>svc whoami</code> on the machine that asked.</p>`;
 }
 
-/** Signed out: where to sign in (or create an account) and come back. */
-export function sendClaimSignIn(reply: FastifyReply, claim: ClaimView): FastifyReply {
-  const back = `/api/claim/${encodeURIComponent(claim.token)}`;
+/** The claim page: the identity asking, then `next` (how to go on). */
+function sendClaimPage(reply: FastifyReply, claim: ClaimView, next: string): FastifyReply {
   return sendPage(
     reply,
     200,
     "Claim an identity",
-    `<h1>Claim an identity</h1>
-${identityBlock(claim)}
-<p>Sign in to the svc dashboard with the account that should own it, then confirm.</p>
+    `<h1>Claim an identity</h1>\n${identityBlock(claim)}\n${next}`,
+  );
+}
+
+/** Signed out: where to sign in (or create an account) and come back. */
+export function sendClaimSignIn(reply: FastifyReply, claim: ClaimView): FastifyReply {
+  const back = `/api/claim/${encodeURIComponent(claim.token)}`;
+  return sendClaimPage(
+    reply,
+    claim,
+    `<p>Sign in to the svc dashboard with the account that should own it, then confirm.</p>
 <a class="button" href="/login?next=${encodeURIComponent(back)}">Sign in to continue</a>`,
   );
 }
@@ -44,13 +51,10 @@ export function sendClaimConfirm(
 ): FastifyReply {
   const action = `/api/claim/${encodeURIComponent(claim.token)}/confirm`;
   const account = principal.email ?? "this daemon's owner";
-  return sendPage(
+  return sendClaimPage(
     reply,
-    200,
-    "Claim an identity",
-    `<h1>Claim an identity</h1>
-${identityBlock(claim)}
-<p>Confirm only if you just ran svc yourself. The identity will act with the connections of <strong>${escapeHtml(account)}</strong>.</p>
+    claim,
+    `<p>Confirm only if you just ran svc yourself. The identity will act with the connections of <strong>${escapeHtml(account)}</strong>.</p>
 <form method="post" action="${escapeHtml(action)}">
 <input type="hidden" name="csrf_token" value="${escapeHtml(session.csrfToken)}">
 <button type="submit">Attach to my account</button>
