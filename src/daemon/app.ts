@@ -43,6 +43,9 @@ export async function buildApp(
     // Per-request log lines would cost more than the requests; errors are still logged.
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: MAX_BODY_BYTES,
+    // X-Forwarded-* only from the configured proxies: otherwise any client could claim an address
+    // (and escape the sign-in limits) or https (and get Secure cookies over http).
+    trustProxy: context.config.trustedProxies?.length ? context.config.trustedProxies : false,
     forceCloseConnections: "idle",
     return503OnClosing: true,
   });

@@ -23,6 +23,11 @@ export interface DaemonConfig {
   port: number;
   /** Public URL of a hosted daemon (OAuth callbacks, Host header allow-list). */
   publicUrl?: string;
+  /**
+   * Addresses (IPs or CIDR ranges) of the reverse proxies in front of a hosted daemon: only a
+   * request from one of them has its `X-Forwarded-For/-Proto/-Host` believed. Empty: none is.
+   */
+  trustedProxies?: string[];
 }
 
 /** Everything the routes need, built once by the composition root and passed in explicitly. */

@@ -5,6 +5,7 @@ import type { AuthSession } from "../../src/api/auth-sessions.ts";
 import { DaemonClient } from "../../src/client/daemon-client.ts";
 import { registerIdentity } from "../../src/client/session.ts";
 import { homeLayout } from "../../src/core/paths.ts";
+import type { DaemonConfig } from "../../src/daemon/context.ts";
 import { type RunningDaemon, startDaemon } from "../../src/daemon/serve.ts";
 import { IdentityFiles, type LocalIdentity } from "../../src/identity/identity-files.ts";
 import { signPopToken } from "../../src/identity/pop-token.ts";
@@ -43,6 +44,8 @@ export interface StartTestDaemonOptions {
   port?: number;
   /** Act as this identity (it is registered again, idempotently) instead of a new one. */
   identity?: LocalIdentity;
+  /** Hosted-mode settings (public URL, trusted proxies). */
+  config?: Pick<DaemonConfig, "publicUrl" | "trustedProxies">;
 }
 
 /** A real daemon in this process on an ephemeral loopback port, with one claimed identity. */
@@ -55,7 +58,7 @@ export async function startTestDaemon(
   const daemonEnv: NodeJS.ProcessEnv = { SVC_ENCRYPTION_MODE: "local_key", ...env };
   const daemon = await startDaemon({
     layout,
-    config: { host: "127.0.0.1", port: options.port ?? 0 },
+    config: { host: "127.0.0.1", port: options.port ?? 0, ...options.config },
     env: daemonEnv,
     keyring: noKeyring("no keyring in tests"),
     logger: false,

@@ -1,4 +1,5 @@
 import { readFileSync } from "node:fs";
+import { isIP } from "node:net";
 import { type Command, InvalidArgumentError } from "commander";
 import { homeLayout, resolveHome } from "../../core/paths.ts";
 import type { CliContext } from "../context.ts";
@@ -13,10 +14,32 @@ function parsePort(value: string): number {
   return port;
 }
 
+/** `10.0.0.5, 10.1.0.0/16` → addresses; each must be an IP or an IP/prefix. */
+export function parseAddressList(value: string): string[] {
+  const addresses = value
+    .split(",")
+    .map((part) => part.trim())
+    .filter(Boolean);
+  for (const address of addresses) {
+    const [ip, prefix, extra] = address.split("/");
+    const family = isIP(ip ?? "");
+    const bits = family === 6 ? 128 : 32;
+    if (
+      !family ||
+      extra !== undefined ||
+      (prefix !== undefined && !(/^\d{1,3}$/.test(prefix) && Number(prefix) <= bits))
+    ) {
+      throw new InvalidArgumentError(`"${address}" is not an IP address or CIDR range`);
+    }
+  }
+  return addresses;
+}
+
 export interface ServeOptions {
   host: string;
   port: number;
   publicUrl?: string;
+  trustedProxies?: string[];
 }
 
 export async function runServe(context: CliContext, options: ServeOptions): Promise<void> {
@@ -33,6 +56,7 @@ export async function runServe(context: CliContext, options: ServeOptions): Prom
       host: options.host,
       port: options.port,
       publicUrl: options.publicUrl ?? context.io.env.SVC_PUBLIC_URL,
+      trustedProxies: options.trustedProxies ?? parseAddressList(context.io.env.SVC_TRUSTED_PROXIES ?? ""),
     },
     env: context.io.env,
   });
@@ -98,6 +122,11 @@ export function registerDaemonCommands(program: Command, contextFor: (command: C
     .option("--host <host>", "address to bind (non-loopback needs this flag explicitly)", "127.0.0.1")
     .option("--port <port>", "port to listen on", parsePort, 7998)
     .option("--public-url <url>", "public URL of a hosted daemon (callbacks, allowed Host header)")
+    .option(
+      "--trusted-proxies <addresses>",
+      "comma-separated IPs or CIDR ranges of reverse proxies whose X-Forwarded-* headers count",
+      parseAddressList,
+    )
     .action(async (options: ServeOptions, command: Command) => runServe(contextFor(command), options));
   daemon
     .command("start")
