@@ -21,6 +21,8 @@ export const ERROR_CATALOGUE = {
   EndpointUnreachableError: { exitCode: 8, httpStatus: 502 },
   DaemonUnavailableError: { exitCode: 9, httpStatus: 503 },
   VaultUnavailableError: { exitCode: 1, httpStatus: 503 },
+  /** A hosted daemon cannot reach the Redis its replicas share: to its clients, it is unavailable. */
+  SharedStateUnavailableError: { exitCode: 9, httpStatus: 503 },
 } as const satisfies Record<string, { exitCode: number; httpStatus: number }>;
 
 export type ErrorName = keyof typeof ERROR_CATALOGUE;
@@ -79,6 +81,7 @@ export const ProviderAlreadyRegisteredError = defineError("ProviderAlreadyRegist
 export const EndpointUnreachableError = defineError("EndpointUnreachableError");
 export const DaemonUnavailableError = defineError("DaemonUnavailableError");
 export const VaultUnavailableError = defineError("VaultUnavailableError");
+export const SharedStateUnavailableError = defineError("SharedStateUnavailableError");
 
 const CLASSES: Record<ErrorName, new (message: string, options?: ErrorOptions) => SvcError> = {
   UnexpectedError,
@@ -98,6 +101,7 @@ const CLASSES: Record<ErrorName, new (message: string, options?: ErrorOptions) =
   EndpointUnreachableError,
   DaemonUnavailableError,
   VaultUnavailableError,
+  SharedStateUnavailableError,
 };
 
 export function isErrorName(value: unknown): value is ErrorName {
