@@ -55,6 +55,12 @@ export const ReadinessSchema = z.object({
     .describe(
       "Which relational store the `store` check probed: `SQLite <path>` or `PostgreSQL <host>:<port>/<database>` (never credentials).",
     ),
+  runtime_state: z
+    .string()
+    .optional()
+    .describe(
+      "Where auth sessions, the replay cache and rate limits live: `memory (this daemon process)` or `Redis <host>:<port>/<db> (prefix <p>)` (never credentials).",
+    ),
   ...encryptionFields,
 });
 export type Readiness = z.infer<typeof ReadinessSchema>;

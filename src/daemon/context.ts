@@ -1,6 +1,7 @@
 import type { AuditLog } from "../audit/audit-log.ts";
 import type { HomeLayout } from "../core/paths.ts";
 import type { ReplayCache } from "../identity/pop-token.ts";
+import type { RuntimeState } from "../store/runtime-state.ts";
 import type { Store } from "../store/store.ts";
 import type { MasterKeyResolution } from "../vault/master-key.ts";
 import type { VaultService } from "../vault/vault-service.ts";
@@ -35,6 +36,8 @@ export interface DaemonContext {
   config: DaemonConfig;
   layout: HomeLayout;
   store: Store;
+  /** Short-lived state replicas share: process memory, or Redis in hosted mode. */
+  runtimeState: RuntimeState;
   masterKey: MasterKeyResolution;
   vault: VaultService;
   identities: IdentityRegistry;

@@ -11,6 +11,7 @@ import { SPEC_VERSION, VERSION } from "../core/version.ts";
 import { MemoryReplayCache } from "../identity/pop-token.ts";
 import { loadBundledProviders } from "../providers/catalogue.ts";
 import { CustomProviderRepository } from "../store/custom-providers.ts";
+import { openRuntimeState, type RuntimeState } from "../store/runtime-state.ts";
 import { SettingsRepository } from "../store/settings.ts";
 import { openStore, type Store } from "../store/store.ts";
 import { type KeyringAccess, osKeyring, resolveMasterKey } from "../vault/master-key.ts";
@@ -37,6 +38,7 @@ import { PrincipalService } from "./services/principals.ts";
 import { ProbeCache } from "./services/probe-cache.ts";
 import { ProviderRegistry } from "./services/provider-registry.ts";
 import { SPEC_VERSION_SETTING, SYSTEM_VAULT_ID } from "./services/readiness.ts";
+import { SharedReplayCache } from "./services/shared-replay-cache.ts";
 
 export interface DaemonStartOptions {
   layout: HomeLayout;
@@ -93,8 +95,10 @@ export async function startDaemon(options: DaemonStartOptions): Promise<RunningD
   ensurePrivateDir(layout.home);
   ensurePrivateDir(layout.server);
   const store = await openStore(env, layout);
+  let runtimeState: RuntimeState | undefined;
   try {
-    const context = await createContext(store, options, env);
+    runtimeState = await openRuntimeState(env);
+    const context = await createContext(store, runtimeState, options, env);
     const app = await buildApp(context, { logger: options.logger });
     await listen(app, config);
     const address = app.server.address();
@@ -110,10 +114,12 @@ export async function startDaemon(options: DaemonStartOptions): Promise<RunningD
         context.authSessions.close();
         context.oauthLogins.close();
         await context.audit.close();
+        await runtimeState?.close();
         await store.close();
       },
     };
   } catch (error) {
+    await runtimeState?.close();
     await store.close();
     throw error;
   }
@@ -121,6 +127,7 @@ export async function startDaemon(options: DaemonStartOptions): Promise<RunningD
 
 async function createContext(
   store: Store,
+  runtimeState: RuntimeState,
   options: DaemonStartOptions,
   env: NodeJS.ProcessEnv,
 ): Promise<DaemonContext> {
@@ -150,11 +157,14 @@ async function createContext(
     config: options.config,
     layout,
     store,
+    runtimeState,
     masterKey,
     vault,
     identities: new IdentityRegistry(store.db),
     principals: new PrincipalService(store.db, vault),
-    replayCache: new MemoryReplayCache(),
+    // Replicas must share token ids; one daemon decides faster in its own memory.
+    replayCache:
+      runtimeState.kind === "redis" ? new SharedReplayCache(runtimeState) : new MemoryReplayCache(),
     probes: new ProbeCache(),
     bootstrapSecret: ensureBootstrapSecret(layout.bootstrapSecret),
     startedAt: new Date(),
@@ -167,11 +177,16 @@ async function createContext(
     oauthTokens,
     audit,
     browserSessions: new BrowserSessionService(store.db, now),
-    dashboardLinks: new OneTimeTokens({ ttlMs: DASHBOARD_LINK_TTL_MS, capacity: 1000, now }),
-    claims: new OneTimeTokens({ ttlMs: CLAIM_TTL_MS, capacity: 1000, now }),
+    dashboardLinks: new OneTimeTokens({
+      state: runtimeState,
+      kind: "dashboard-link",
+      ttlMs: DASHBOARD_LINK_TTL_MS,
+      now,
+    }),
+    claims: new OneTimeTokens({ state: runtimeState, kind: "claim", ttlMs: CLAIM_TTL_MS, now }),
     signInLimits: {
-      perEmail: new AttemptLimiter(SIGN_IN_LIMIT_PER_EMAIL),
-      perAddress: new AttemptLimiter(SIGN_IN_LIMIT_PER_ADDRESS),
+      perEmail: new AttemptLimiter(runtimeState, { kind: "email", ...SIGN_IN_LIMIT_PER_EMAIL }),
+      perAddress: new AttemptLimiter(runtimeState, { kind: "address", ...SIGN_IN_LIMIT_PER_ADDRESS }),
     },
   };
 }

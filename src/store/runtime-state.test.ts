@@ -84,6 +84,8 @@ describe.each(kinds)("RuntimeState contract (%s)", (kind, open) => {
     expect(await state.events("ev", t0 + 700, 1_000)).toEqual([t0, t0, t0 + 600]);
     expect(await state.events("ev", t0 + 1_100, 1_000)).toEqual([t0 + 600]);
     expect(await state.events("other", t0, 1_000)).toEqual([]);
+    expect(await state.delete("ev")).toBe(true);
+    expect(await state.events("ev", t0 + 700, 1_000)).toEqual([]);
   });
 
   it("delivers published messages to subscribers until they unsubscribe", async () => {

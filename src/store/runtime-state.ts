@@ -22,7 +22,10 @@ export interface RuntimeState {
   swap(key: string, expected: string, value: string, ttlMs: number): Promise<boolean>;
   /** Reads and deletes in one step: of two concurrent takers, one gets the value. */
   take(key: string): Promise<string | undefined>;
-  /** Deletes `key`; with `expected`, only while it holds that value (a lock's owner releasing it). */
+  /**
+   * Deletes `key` (a value, or the events under it); with `expected`, only while it holds that
+   * value (a lock's owner releasing it).
+   */
   delete(key: string, expected?: string): Promise<boolean>;
   /** Notes an event at `atMs` in a sliding window of `windowMs` under `key`. */
   addEvent(key: string, atMs: number, windowMs: number): Promise<void>;
@@ -117,6 +120,7 @@ export class MemoryRuntimeState implements RuntimeState {
   }
 
   async delete(key: string, expected?: string): Promise<boolean> {
+    if (expected === undefined && this.#events.delete(key)) return true;
     const entry = this.#live(key);
     if (!entry || (expected !== undefined && entry.value !== expected)) return false;
     return this.#entries.delete(key);

@@ -1,6 +1,11 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
-import { AuthenticationFailedError } from "../../core/errors.ts";
-import { type PopClaims, verifyPopToken, verifySelfSignedPopToken } from "../../identity/pop-token.ts";
+import { AuthenticationFailedError, SharedStateUnavailableError } from "../../core/errors.ts";
+import {
+  type PopClaims,
+  type ReplayCache,
+  verifyPopToken,
+  verifySelfSignedPopToken,
+} from "../../identity/pop-token.ts";
 import type { DaemonContext } from "../context.ts";
 import { authenticateBrowser } from "./browser-auth.ts";
 
@@ -24,6 +29,12 @@ declare module "fastify" {
     auth?: RouteAuth;
     /** A `pop` route the dashboard calls too: without an Authorization header, its session cookie counts. */
     browser?: boolean;
+    /**
+     * The readiness probe: when the shared replay cache (Redis) is unreachable, a correctly signed
+     * token is still accepted, so the route can report the outage instead of failing with it. It
+     * reveals nothing a replayed token could abuse.
+     */
+    replayOptional?: boolean;
   }
   interface FastifyRequest {
     caller?: Caller;
@@ -64,17 +75,17 @@ export function registerPopAuth(app: FastifyInstance, context: DaemonContext): v
       body: request.rawBody ?? Buffer.alloc(0),
     };
     const nowSeconds = Math.floor(context.now().getTime() / 1000);
+    const replayCache = request.routeOptions.config?.replayOptional
+      ? unlessUnavailable(context.replayCache)
+      : context.replayCache;
     if (auth === "self-signed") {
-      request.popClaims = await verifySelfSignedPopToken(token, signed, {
-        nowSeconds,
-        replayCache: context.replayCache,
-      });
+      request.popClaims = await verifySelfSignedPopToken(token, signed, { nowSeconds, replayCache });
       return;
     }
     let principalId: string | null = null;
     const claims = await verifyPopToken(token, signed, {
       nowSeconds,
-      replayCache: context.replayCache,
+      replayCache,
       lookupIdentity: async (handle) => {
         const identity = await context.identities.lookup(handle);
         principalId = identity?.principalId ?? null;
@@ -84,6 +95,20 @@ export function registerPopAuth(app: FastifyInstance, context: DaemonContext): v
     request.popClaims = claims;
     request.caller = { handle: claims.sub, did: claims.iss, principalId };
   });
+}
+
+/** A replay cache that lets tokens through while the shared state cannot be reached. */
+function unlessUnavailable(cache: ReplayCache): ReplayCache {
+  return {
+    async remember(jti, expiresAtSeconds) {
+      try {
+        return await cache.remember(jti, expiresAtSeconds);
+      } catch (error) {
+        if (error instanceof SharedStateUnavailableError) return true;
+        throw error;
+      }
+    },
+  };
 }
 
 /** The authenticated caller of a PoP route (the hook guarantees it is set). */

@@ -60,11 +60,11 @@ export function browserAuthRoutes(context: DaemonContext): FastifyPluginAsyncZod
   const { perEmail, perAddress } = context.signInLimits;
 
   /** Refuses a sign-in while the email or the client address has too many recent failures. */
-  function checkLimit(reply: FastifyReply, address: string, email?: string): void {
+  async function checkLimit(reply: FastifyReply, address: string, email?: string): Promise<void> {
     const now = context.now();
     const wait = Math.max(
-      perAddress.retryAfter(address, now),
-      email === undefined ? 0 : perEmail.retryAfter(email, now),
+      await perAddress.retryAfter(address, now),
+      email === undefined ? 0 : await perEmail.retryAfter(email, now),
     );
     if (wait > 0) {
       reply.header("retry-after", String(wait));
@@ -104,10 +104,10 @@ export function browserAuthRoutes(context: DaemonContext): FastifyPluginAsyncZod
       },
       async (request, reply) => {
         assertSameOrigin(context, request);
-        checkLimit(reply, request.ip);
+        await checkLimit(reply, request.ip);
         const { email, password } = request.body;
         // Counted like a failure, so a script cannot mint accounts (or probe emails) without pause.
-        perAddress.fail(request.ip, context.now());
+        await perAddress.fail(request.ip, context.now());
         const principal = await context.principals.create(context.now(), {
           email,
           passwordHash: await hashPassword(password),
@@ -132,12 +132,12 @@ export function browserAuthRoutes(context: DaemonContext): FastifyPluginAsyncZod
       async (request, reply) => {
         assertSameOrigin(context, request);
         const { email, password } = request.body;
-        checkLimit(reply, request.ip, email);
+        await checkLimit(reply, request.ip, email);
         const account = await context.principals.findAccount(email);
         const ok = await verifyPassword(password, account?.passwordHash ?? DECOY_HASH);
         if (!account || !ok) {
-          perEmail.fail(email, context.now());
-          perAddress.fail(request.ip, context.now());
+          await perEmail.fail(email, context.now());
+          await perAddress.fail(request.ip, context.now());
           // On the account's own log when there is one: its owner sees attempts on it.
           await context.audit.record({
             event: AUDIT_EVENTS.accountSignInFailed,
@@ -147,7 +147,7 @@ export function browserAuthRoutes(context: DaemonContext): FastifyPluginAsyncZod
           });
           throw new AuthenticationFailedError("the email or password is wrong");
         }
-        perEmail.reset(email);
+        await perEmail.reset(email);
         return signIn(request, reply, account.principal, AUDIT_EVENTS.accountSignedIn, "password");
       },
     );
@@ -191,7 +191,7 @@ export function browserAuthRoutes(context: DaemonContext): FastifyPluginAsyncZod
       },
       async (request) => {
         const scope = await callerScope(context, request);
-        const { token, expiresAt } = context.dashboardLinks.issue({ principalId: scope.principal.id });
+        const { token, expiresAt } = await context.dashboardLinks.issue({ principalId: scope.principal.id });
         const next = request.body?.next;
         const query = next && next !== "/" ? `?next=${encodeURIComponent(next)}` : "";
         return {
@@ -213,7 +213,7 @@ export function browserAuthRoutes(context: DaemonContext): FastifyPluginAsyncZod
         },
       },
       async (request, reply) => {
-        const link = context.dashboardLinks.take(request.params.token);
+        const link = await context.dashboardLinks.take(request.params.token);
         const principal = link ? await context.principals.get(link.principalId) : undefined;
         if (!principal) {
           return sendOutcomePage(reply, 400, {

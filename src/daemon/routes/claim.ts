@@ -28,7 +28,7 @@ export function claimRoutes(context: DaemonContext): FastifyPluginAsyncZod {
       },
       async (request, reply) => {
         const { token } = request.params;
-        const claim = context.claims.peek(token);
+        const claim = await context.claims.peek(token);
         if (!claim) return sendOutcomePage(reply, 400, EXPIRED);
         const view = { token, ...claim.value, expiresAt: claim.expiresAt };
         const cookie = readCookie(request, SESSION_COOKIE);
@@ -53,7 +53,7 @@ export function claimRoutes(context: DaemonContext): FastifyPluginAsyncZod {
         },
       },
       async (request, reply) => {
-        const claim = context.claims.take(request.params.token);
+        const claim = await context.claims.take(request.params.token);
         if (!claim) return sendOutcomePage(reply, 400, EXPIRED);
         const principalId = request.browserSession!.principalId;
         try {

@@ -63,7 +63,7 @@ export function identityRoutes(context: DaemonContext): FastifyPluginAsyncZod {
           : undefined;
         const record = { handle: identity.handle, did: identity.did, ...principalFields(principal) };
         if (principal) return record;
-        const claim = context.claims.issue({ handle: identity.handle, did: identity.did });
+        const claim = await context.claims.issue({ handle: identity.handle, did: identity.did });
         return {
           ...record,
           claim_url: `${daemonBaseUrl(context, request)}/api/claim/${claim.token}`,

@@ -28,6 +28,7 @@ export function systemRoutes(context: DaemonContext): FastifyPluginAsyncZod {
     app.get(
       "/api/ready",
       {
+        config: { replayOptional: true },
         schema: {
           summary: "Readiness of store, vault, identity, providers and connections for the caller",
           tags: ["system"],

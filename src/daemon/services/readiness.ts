@@ -77,7 +77,25 @@ export async function evaluateReadiness(context: DaemonContext, caller: Caller):
     }),
   );
 
-  const results = { store, vault, integrity, identity, providers, connections, spec_version: specVersion };
+  // Only a configured Redis is a check: the embedded memory state cannot fail on its own.
+  const redis =
+    context.runtimeState.kind === "redis"
+      ? await attempt(async () => {
+          await context.runtimeState.ping();
+          return undefined;
+        })
+      : undefined;
+
+  const results = {
+    store,
+    vault,
+    integrity,
+    identity,
+    providers,
+    connections,
+    spec_version: specVersion,
+    ...(redis ? { redis } : {}),
+  };
   const issues = [...context.masterKey.issues];
   const warnings = [...masterKeyWarnings(context.masterKey), ...context.providers.warnings()];
   for (const [name, result] of Object.entries(results)) {
@@ -94,10 +112,12 @@ export async function evaluateReadiness(context: DaemonContext, caller: Caller):
       providers: providers.value,
       connections: connections.value,
       spec_version: specVersion.value,
+      ...(redis ? { redis: redis.value } : {}),
     },
     warnings,
     issues,
     store_backend: context.store.description,
+    runtime_state: context.runtimeState.description,
     ...encryptionFields(context),
   };
 }

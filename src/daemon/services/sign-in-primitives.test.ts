@@ -1,4 +1,6 @@
-import { describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
+import { createRedisFixture, type RedisFixture } from "../../../test/support/redis.ts";
+import { MemoryRuntimeState, openRuntimeState, type RuntimeState } from "../../store/runtime-state.ts";
 import { AttemptLimiter } from "./attempt-limiter.ts";
 import { OneTimeTokens } from "./one-time-tokens.ts";
 import { DECOY_HASH, hashPassword, verifyPassword } from "./passwords.ts";
@@ -23,40 +25,77 @@ describe("passwords", () => {
   });
 });
 
-describe("AttemptLimiter", () => {
-  it("waits after max failures until the oldest leaves the window", () => {
-    const limiter = new AttemptLimiter({ max: 3, windowMs: 60_000 });
+const redisFixtures: RedisFixture[] = [];
+afterAll(async () => {
+  for (const fixture of redisFixtures) await fixture.dispose();
+});
+
+/** Two handles on one runtime state, as two replicas have: the same object in memory, two clients of one Redis. */
+const states: Array<[string, () => Promise<[RuntimeState, RuntimeState]>]> = [
+  [
+    "memory",
+    async () => {
+      const state = new MemoryRuntimeState();
+      return [state, state];
+    },
+  ],
+  [
+    "redis",
+    async () => {
+      const fixture = createRedisFixture();
+      redisFixtures.push(fixture);
+      return [await openRuntimeState(fixture.env), await openRuntimeState(fixture.env)];
+    },
+  ],
+];
+
+describe.each(states)("AttemptLimiter (%s)", (_kind, open) => {
+  it("waits after max failures, counted over replicas, until the oldest leaves the window", async () => {
+    const [one, two] = await open();
+    const options = { kind: "email", max: 3, windowMs: 60_000 };
+    const [a, b] = [new AttemptLimiter(one, options), new AttemptLimiter(two, options)];
     const at = (s: number) => new Date(1_000_000 + s * 1000);
-    for (const s of [0, 10, 20]) {
-      expect(limiter.retryAfter("k", at(s))).toBe(0);
-      limiter.fail("k", at(s));
+    for (const [s, replica] of [
+      [0, a],
+      [10, b],
+      [20, a],
+    ] as const) {
+      expect(await replica.retryAfter("k", at(s))).toBe(0);
+      await replica.fail("k", at(s));
     }
-    expect(limiter.retryAfter("k", at(21))).toBe(39);
-    expect(limiter.retryAfter("other", at(21))).toBe(0);
-    expect(limiter.retryAfter("k", at(60))).toBe(0);
-    limiter.fail("k", at(61));
-    limiter.reset("k");
-    expect(limiter.retryAfter("k", at(62))).toBe(0);
+    expect(await b.retryAfter("k", at(21))).toBe(39);
+    expect(await a.retryAfter("other", at(21))).toBe(0);
+    // Another kind of limit with the same key counts apart.
+    expect(await new AttemptLimiter(one, { ...options, kind: "address" }).retryAfter("k", at(21))).toBe(0);
+    expect(await a.retryAfter("k", at(60))).toBe(0);
+    await a.fail("k", at(61));
+    await b.reset("k");
+    expect(await a.retryAfter("k", at(62))).toBe(0);
+    await one.close();
+    if (two !== one) await two.close();
   });
 });
 
-describe("OneTimeTokens", () => {
-  it("gives a value once, before it expires", () => {
-    let now = 0;
-    const tokens = new OneTimeTokens<string>({ ttlMs: 1000, capacity: 10, now: () => new Date(now) });
-    const a = tokens.issue("a");
-    expect(a.token).toMatch(/^[\w-]{43}$/);
-    expect(tokens.peek(a.token)?.value).toBe("a");
-    expect(tokens.take(a.token)).toBe("a");
-    expect(tokens.take(a.token)).toBeUndefined();
-    const b = tokens.issue("b");
-    now = 1000;
-    expect(tokens.take(b.token)).toBeUndefined();
-  });
-
-  it("forgets the oldest beyond its capacity", () => {
-    const tokens = new OneTimeTokens<number>({ ttlMs: 1000, capacity: 2, now: () => new Date(0) });
-    const issued = [1, 2, 3].map((n) => tokens.issue(n).token);
-    expect(issued.map((token) => tokens.peek(token)?.value)).toEqual([undefined, 2, 3]);
+describe.each(states)("OneTimeTokens (%s)", (_kind, open) => {
+  it("gives a value once, on any replica, before it expires", async () => {
+    const [one, two] = await open();
+    let now = Date.now();
+    const clock = () => new Date(now);
+    const a = new OneTimeTokens<string>({ state: one, kind: "link", ttlMs: 10_000, now: clock });
+    const b = new OneTimeTokens<string>({ state: two, kind: "link", ttlMs: 10_000, now: clock });
+    const issued = await a.issue("a");
+    expect(issued.token).toMatch(/^[\w-]{43}$/);
+    expect((await b.peek(issued.token))?.value).toBe("a");
+    const taken = await Promise.all([a.take(issued.token), b.take(issued.token)]);
+    expect(taken.filter((value) => value === "a")).toHaveLength(1);
+    expect(await a.take(issued.token)).toBeUndefined();
+    const later = await a.issue("b");
+    now += 10_000;
+    expect(await b.take(later.token)).toBeUndefined();
+    // Another kind of token never answers for this one.
+    const other = new OneTimeTokens<string>({ state: one, kind: "claim", ttlMs: 10_000, now: clock });
+    expect(await other.peek((await a.issue("c")).token)).toBeUndefined();
+    await one.close();
+    if (two !== one) await two.close();
   });
 });
