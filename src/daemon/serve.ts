@@ -27,6 +27,7 @@ import {
 import { AttemptLimiter } from "./services/attempt-limiter.ts";
 import { AuthSessionService } from "./services/auth-sessions.ts";
 import { BrowserSessionService } from "./services/browser-sessions.ts";
+import { ChangeNotices } from "./services/change-notices.ts";
 import { ConnectionService } from "./services/connections.ts";
 import { CredentialService } from "./services/credentials.ts";
 import { IdentityRegistry } from "./services/identity-registry.ts";
@@ -145,14 +146,20 @@ async function createContext(
   await vault.init();
   if (!vault.status.locked) await vault.createVault(null, SYSTEM_VAULT_ID);
   await new SettingsRepository(store.db).setIfAbsent(SPEC_VERSION_SETTING, String(SPEC_VERSION));
-  const providers = new ProviderRegistry(new CustomProviderRepository(store.db), loadBundledProviders);
-  await providers.load();
+  const providers = new ProviderRegistry(
+    new CustomProviderRepository(store.db),
+    loadBundledProviders,
+    new ChangeNotices(runtimeState, "providers-changed"),
+  );
+  await providers.start();
   const now = () => new Date();
-  const connections = new ConnectionService(vault);
+  const connections = new ConnectionService(vault, new ChangeNotices(runtimeState, "connections-changed"));
+  await connections.start();
   const audit = new AuditLog({ db: store.db, logPath: layout.auditLog, now });
-  const authSessions = new AuthSessionService(now);
+  const authSessions = new AuthSessionService(runtimeState, now);
+  await authSessions.start();
   const oauthEndpoints = new OAuthEndpointResolver(now);
-  const oauthTokens = new OAuthTokenService(connections, oauthEndpoints, audit, now);
+  const oauthTokens = new OAuthTokenService(runtimeState, connections, oauthEndpoints, audit, now);
   return {
     config: options.config,
     layout,

@@ -16,7 +16,6 @@ import { AUDIT_EVENTS } from "../../audit/events.ts";
 import {
   ConnectionAlreadyExistsError,
   InvalidInputError,
-  OperationNotAllowedError,
   SvcError,
   UnexpectedError,
 } from "../../core/errors.ts";
@@ -28,7 +27,7 @@ import { sendClientCredentialsForm, sendContinuePage } from "../pages/client-cre
 import { sendDevicePage } from "../pages/device-page.ts";
 import { sendOutcomePage } from "../pages/html.ts";
 import { assertSameOrigin, daemonBaseUrl } from "../plugins/browser-auth.ts";
-import { type AuthSessionState, returnHint, sessionView } from "../services/auth-sessions.ts";
+import { type AuthSessionState, returnHint, sessionClosed, sessionView } from "../services/auth-sessions.ts";
 import { callerScope } from "../services/caller-scope.ts";
 import type { ConnectionRecord } from "../services/connections.ts";
 
@@ -43,7 +42,7 @@ export function authSessionRoutes(context: DaemonContext): FastifyPluginAsyncZod
   async function submitApiKey(session: AuthSessionState, provider: Provider, raw: string): Promise<void> {
     if (session.waitingFor !== "api_key") throw sessionClosed(session);
     const key = checkApiKey(provider, raw);
-    authSessions.processing(session);
+    await authSessions.processing(session, "api_key");
     const now = context.now().toISOString();
     const record: ConnectionRecord = {
       provider: provider.name,
@@ -60,7 +59,7 @@ export function authSessionRoutes(context: DaemonContext): FastifyPluginAsyncZod
       await context.connections.save(session.owner.vaultId, record, { overwrite: session.force });
     } catch (raw) {
       const error = raw instanceof SvcError ? raw : new UnexpectedError("the key could not be stored");
-      authSessions.fail(session, error);
+      await authSessions.fail(session, error);
       await context.audit.record(
         {
           event: AUDIT_EVENTS.providerLoginFailed,
@@ -73,7 +72,7 @@ export function authSessionRoutes(context: DaemonContext): FastifyPluginAsyncZod
       );
       throw error;
     }
-    authSessions.complete(session);
+    await authSessions.complete(session);
     await context.audit.record(
       {
         event: AUDIT_EVENTS.providerLogin,
@@ -108,7 +107,7 @@ export function authSessionRoutes(context: DaemonContext): FastifyPluginAsyncZod
         `${provider.name} already has a connection "${connection}"; log in with --force to replace it, or pick another --connection name`,
       );
     }
-    const session = authSessions.create({
+    const session = await authSessions.create({
       owner: { handle: scope.caller.handle, principalId: scope.principal.id, vaultId: scope.vaultId },
       provider: provider.name,
       connection,
@@ -119,7 +118,7 @@ export function authSessionRoutes(context: DaemonContext): FastifyPluginAsyncZod
       ...(body.base_url ? { baseUrl: body.base_url.replace(/\/+$/, "") } : {}),
       daemonUrl: daemonBaseUrl(context, request),
     });
-    if (flow === "api_key") authSessions.waitFor(session, "api_key");
+    if (flow === "api_key") await authSessions.waitFor(session, "api_key");
     else await oauthLogins.begin(session, provider);
     return session;
   }
@@ -183,7 +182,7 @@ export function authSessionRoutes(context: DaemonContext): FastifyPluginAsyncZod
       },
       async (request) => {
         const handle = request.caller!.handle;
-        const session = authSessions.forOwner(request.params.session_id, handle);
+        const session = await authSessions.forOwner(request.params.session_id, handle);
         const { wait, after } = request.query;
         if (wait) await authSessions.waitForChange(session, wait * 1000, after);
         return sessionView(session);
@@ -205,8 +204,8 @@ export function authSessionRoutes(context: DaemonContext): FastifyPluginAsyncZod
         },
       },
       async (request) => {
-        const session = authSessions.forOwner(request.params.session_id, request.caller!.handle);
-        authSessions.cancel(session);
+        const session = await authSessions.forOwner(request.params.session_id, request.caller!.handle);
+        await authSessions.cancel(session);
         return sessionView(session);
       },
     );
@@ -226,7 +225,7 @@ export function authSessionRoutes(context: DaemonContext): FastifyPluginAsyncZod
         },
       },
       async (request) => {
-        const session = authSessions.forOwner(request.params.session_id, request.caller!.handle);
+        const session = await authSessions.forOwner(request.params.session_id, request.caller!.handle);
         if (!authSessions.isOpen(session)) throw sessionClosed(session);
         await oauthLogins.resume(session, context.providers.get(session.provider));
         return sessionView(session);
@@ -246,8 +245,8 @@ export function authSessionRoutes(context: DaemonContext): FastifyPluginAsyncZod
           schema: { summary, tags, params: SessionParamsSchema, querystring: BridgeQuerySchema },
         },
         async (request, reply) =>
-          browserPage(reply, () => {
-            const session = authSessions.forBrowser(request.params.session_id, request.query.token);
+          browserPage(reply, async () => {
+            const session = await authSessions.forBrowser(request.params.session_id, request.query.token);
             return sendSessionPage(reply, session, context.providers.get(session.provider));
           }),
       );
@@ -279,13 +278,13 @@ export function authSessionRoutes(context: DaemonContext): FastifyPluginAsyncZod
         const { session_id: id } = request.params;
         const body = request.body;
         if (request.caller) {
-          const session = authSessions.forOwner(id, request.caller.handle);
+          const session = await authSessions.forOwner(id, request.caller.handle);
           await submitInput(session, context.providers.get(session.provider), body);
           return sessionView(session);
         }
         return browserPage(reply, async () => {
           assertSameOrigin(context, request);
-          const session = authSessions.forBrowser(id, body.token);
+          const session = await authSessions.forBrowser(id, body.token);
           authSessions.checkCsrf(session, body.csrf);
           const provider = context.providers.get(session.provider);
           try {
@@ -352,12 +351,6 @@ function sendSessionPage(
     });
   }
   throw sessionClosed(session);
-}
-
-function sessionClosed(session: AuthSessionState): SvcError {
-  return new OperationNotAllowedError(
-    session.error?.message ?? `this login is already ${session.status.replaceAll("_", " ")}; start it again`,
-  );
 }
 
 /** Runs a browser page handler; failures become a readable page instead of JSON. */

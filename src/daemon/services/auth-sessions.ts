@@ -12,18 +12,25 @@ import {
   NotFoundError,
   OperationNotAllowedError,
   type SvcError,
+  UnexpectedError,
 } from "../../core/errors.ts";
 import type { OAuthEndpoints } from "../../flows/oauth/endpoints.ts";
 import type { DeviceAuthorization } from "../../flows/oauth/grants.ts";
 import type { OAuthClient } from "../../flows/oauth/http.ts";
 import type { Flow } from "../../providers/schema.ts";
+import type { RuntimeState } from "../../store/runtime-state.ts";
 import { BROWSER_HANDLE_PREFIX } from "./browser-sessions.ts";
 
 /** How long a person has to finish a browser step. */
 export const AUTH_SESSION_TTL_MS = 10 * 60 * 1000;
 /** Finished sessions stay readable this long, so a polling client sees the outcome. */
 const FINISHED_RETENTION_MS = 5 * 60 * 1000;
-const MAX_SESSIONS = 10_000;
+/** Concurrent writers of one session retry this often before giving up (they never should). */
+const MAX_UPDATE_ATTEMPTS = 50;
+/** The boot id outlives any session by far; a Redis that lost it was reset. */
+const BOOT_TTL_MS = 365 * 24 * 60 * 60 * 1000;
+/** Wakes long polls: the message is the id of the session that changed. */
+const CHANGES_CHANNEL = "auth-sessions";
 
 /** Who started a session: only they may read it or feed it input over the API. */
 export interface SessionOwner {
@@ -37,8 +44,11 @@ export interface OAuthSessionState {
   /** `{daemon URL}/auth/callback/oauth`, as sent in the authorization request. */
   redirectUri: string;
   endpoints: OAuthEndpoints;
-  /** The client the flow uses; absent while the person still has to enter one. */
-  client?: OAuthClient;
+  /**
+   * The client the flow uses, without its secret (which stays in the vault: the session may sit in
+   * Redis); absent while the person still has to enter one.
+   */
+  client?: Omit<OAuthClient, "client_secret">;
   /** PKCE: the single-use `state` bound to this session, and the verifier. */
   state?: string;
   verifier?: string;
@@ -74,30 +84,69 @@ export interface AuthSessionState {
   error?: { error: string; message: string };
 }
 
+const sessionKey = (id: string) => `auth-session:${id}`;
+const stateKey = (state: string) => `oauth-state:${state}`;
+
+/** Dates travel as ISO strings; these are the fields that hold one. */
+function decode(raw: string): AuthSessionState {
+  const session = JSON.parse(raw) as AuthSessionState;
+  session.createdAt = new Date(session.createdAt);
+  session.expiresAt = new Date(session.expiresAt);
+  if (session.oauth?.device) session.oauth.device.expiresAt = new Date(session.oauth.device.expiresAt);
+  return session;
+}
+
+/** Makes the caller's object the stored state (also dropping fields the stored state no longer has). */
+function become(session: AuthSessionState, stored: AuthSessionState): void {
+  for (const key of Object.keys(session) as Array<keyof AuthSessionState>) {
+    if (!(key in stored)) delete session[key];
+  }
+  Object.assign(session, stored);
+}
+
+/** A change to an open session, made on its latest stored state. */
+type Mutation = (session: AuthSessionState) => void;
+
 /**
- * Auth sessions live in daemon memory only (spec: lost on restart). Each has a TTL; an expired
- * session moves to `expired` and is forgotten a while after it finished. Status changes are
- * broadcast so a long-polling client answers at once.
+ * Auth sessions live in the runtime state: the daemon's memory (spec: lost on restart), or Redis
+ * shared by replicas, so a login started on one replica finishes on any other. Each has a TTL; an
+ * expired session moves to `expired` when next read and is forgotten a while after it finished.
+ * Every change is a compare-and-set on the stored session (two replicas cannot lose each other's
+ * update), followed by a message that wakes long polls on every replica.
+ *
+ * Callers hold an `AuthSessionState` object; every method that changes or re-reads a session
+ * refreshes that object in place with what is stored.
  */
 export class AuthSessionService {
-  readonly #sessions = new Map<string, AuthSessionState>();
-  /** OAuth `state` → session id; an entry is removed when used, so a state works once. */
-  readonly #states = new Map<string, string>();
-  /** Part of every id and state this process hands out: an unknown one from another boot means a restart. */
-  readonly #boot = randomBytes(6).toString("base64url");
-  readonly #changes = new EventEmitter();
+  readonly #state: RuntimeState;
   readonly #now: () => Date;
-  readonly #sweeper: NodeJS.Timeout;
+  readonly #changes = new EventEmitter();
+  /** Part of every id and state handed out since the runtime state began: another one means a restart. */
+  #boot = "";
+  #unsubscribe: (() => void) | undefined;
   #closed = false;
 
-  constructor(now: () => Date) {
+  constructor(state: RuntimeState, now: () => Date) {
+    this.#state = state;
     this.#now = now;
     this.#changes.setMaxListeners(0);
-    this.#sweeper = setInterval(() => this.sweep(), 30_000);
-    this.#sweeper.unref();
   }
 
-  create(
+  /** Learns the boot id (shared by every replica of one Redis) and listens for changes. */
+  async start(): Promise<void> {
+    const candidate = randomBytes(6).toString("base64url");
+    await this.#state.set("auth-boot", candidate, BOOT_TTL_MS, { ifAbsent: true });
+    this.#boot = (await this.#state.get("auth-boot")) ?? candidate;
+    this.#unsubscribe = await this.#state.subscribe(CHANGES_CHANNEL, (id) => this.#changes.emit(id));
+  }
+
+  /** How long the stored session (and its OAuth state) must be kept. */
+  #ttlMs(session: AuthSessionState): number {
+    const retention = FINAL_STATUSES.has(session.status) ? 0 : FINISHED_RETENTION_MS;
+    return Math.max(1_000, session.expiresAt.getTime() - this.#now().getTime() + retention);
+  }
+
+  async create(
     input: Omit<
       AuthSessionState,
       | "id"
@@ -110,13 +159,7 @@ export class AuthSessionService {
       | "waitingFor"
       | "oauth"
     >,
-  ): AuthSessionState {
-    this.sweep();
-    if (this.#sessions.size >= MAX_SESSIONS) {
-      throw new OperationNotAllowedError(
-        "too many auth sessions are in flight; finish or wait for some first",
-      );
-    }
+  ): Promise<AuthSessionState> {
     const now = this.#now();
     const session: AuthSessionState = {
       ...input,
@@ -128,32 +171,51 @@ export class AuthSessionService {
       createdAt: now,
       expiresAt: new Date(now.getTime() + AUTH_SESSION_TTL_MS),
     };
-    this.#sessions.set(session.id, session);
+    await this.#state.set(sessionKey(session.id), JSON.stringify(session), this.#ttlMs(session));
     return session;
   }
 
-  /** The session, expired if its time is up; NotFoundError when unknown. */
-  #lookup(id: string): AuthSessionState {
-    const session = this.#sessions.get(id);
-    if (!session) {
-      throw new NotFoundError(
-        id.startsWith(`ses_${this.#boot}`) || !id.startsWith("ses_")
-          ? `auth session ${id} not found: it finished long ago; start the login again`
-          : `auth session ${id} not found: the daemon restarted since this login began (sessions live in memory); start the login again`,
+  #unknown(id: string): SvcError {
+    if (id.startsWith(`ses_${this.#boot}`) || !id.startsWith("ses_")) {
+      return new NotFoundError(`auth session ${id} not found: it finished long ago; start the login again`);
+    }
+    return new NotFoundError(
+      this.#state.kind === "memory"
+        ? `auth session ${id} not found: the daemon restarted since this login began (sessions live in memory); start the login again`
+        : `auth session ${id} not found: svc's shared state (Redis) was reset since this login began; start the login again`,
+    );
+  }
+
+  /** The stored session as it is now, expired first if its time is up; NotFoundError when unknown. */
+  async #lookup(id: string): Promise<AuthSessionState> {
+    const raw = await this.#state.get(sessionKey(id));
+    if (raw === undefined) throw this.#unknown(id);
+    const session = decode(raw);
+    if (this.isOpen(session) && session.expiresAt.getTime() <= this.#now().getTime()) {
+      await this.#update(session, (next) =>
+        this.#finish(next, "expired", {
+          error: "InputCancelledError",
+          message: "the login was not completed in time; start it again",
+        }),
       );
     }
-    if (!FINAL_STATUSES.has(session.status) && session.expiresAt.getTime() <= this.#now().getTime()) {
-      this.#set(session, "expired", {
-        error: "InputCancelledError",
-        message: "the login was not completed in time; start it again",
-      });
-    }
     return session;
+  }
+
+  /** Refreshes `session` in place with what is stored now; false when it is gone. */
+  async reload(session: AuthSessionState): Promise<boolean> {
+    try {
+      become(session, await this.#lookup(session.id));
+      return true;
+    } catch (error) {
+      if (error instanceof NotFoundError) return false;
+      throw error;
+    }
   }
 
   /** For the session's owner (PoP caller): someone else's session is reported as unknown. */
-  forOwner(id: string, handle: string): AuthSessionState {
-    const session = this.#lookup(id);
+  async forOwner(id: string, handle: string): Promise<AuthSessionState> {
+    const session = await this.#lookup(id);
     if (session.owner.handle !== handle) {
       throw new NotFoundError(
         `auth session ${id} not found for this identity; only the identity that started it can read it`,
@@ -163,8 +225,8 @@ export class AuthSessionService {
   }
 
   /** For a browser page: the bridge token in its URL must match. */
-  forBrowser(id: string, token: string | undefined): AuthSessionState {
-    const session = this.#lookup(id);
+  async forBrowser(id: string, token: string | undefined): Promise<AuthSessionState> {
+    const session = await this.#lookup(id);
     if (!token || !equalSecrets(token, session.bridgeToken)) {
       throw new AuthenticationFailedError("this link is not valid for that login; open the link svc printed");
     }
@@ -180,20 +242,20 @@ export class AuthSessionService {
   }
 
   /**
-   * Binds an OAuth `state` to the session. The state starts with this boot's id, so the callback
-   * can tell a restarted daemon from a forged or replayed state.
+   * An OAuth `state` for the session, stored so the callback (on any replica) finds it. It starts
+   * with the boot id, so the callback can tell a restart from a forged or replayed state. The
+   * caller records it in the session (`oauth.state`) with its next change.
    */
-  bindState(session: AuthSessionState, random: string): string {
+  async bindState(session: AuthSessionState, random: string): Promise<string> {
     const state = `${this.#boot}.${random}`;
-    this.#states.set(state, session.id);
+    await this.#state.set(stateKey(state), session.id, this.#ttlMs(session));
     return state;
   }
 
-  /** The session an OAuth callback belongs to. The state is consumed: a second use is refused. */
-  takeState(state: string | undefined): AuthSessionState {
-    const id = state === undefined ? undefined : this.#states.get(state);
-    if (state !== undefined) this.#states.delete(state);
-    const session = id === undefined ? undefined : this.#sessions.get(id);
+  /** The session an OAuth callback belongs to. The state is consumed: a second use is refused, on every replica. */
+  async takeState(state: string | undefined): Promise<AuthSessionState> {
+    const id = state === undefined ? undefined : await this.#state.take(stateKey(state));
+    const session = id === undefined ? undefined : await this.#lookup(id).catch(() => undefined);
     if (!session || session.oauth?.state !== state) {
       throw new AuthenticationFailedError(
         state?.includes(".") && !state.startsWith(`${this.#boot}.`)
@@ -201,104 +263,144 @@ export class AuthSessionService {
           : "this sign-in answer does not belong to a login in progress (it was already used, or did not come from svc); run `svc login` again",
       );
     }
-    return this.#lookup(session.id);
+    return session;
   }
 
-  /** Moves a session on; a finished one stays as it is. */
-  #set(session: AuthSessionState, status: AuthSessionStatus, error?: AuthSessionState["error"]): void {
-    if (FINAL_STATUSES.has(session.status)) return;
+  /**
+   * Applies `mutate` to the latest stored state of an open session and stores it, retrying when
+   * another writer got there first; a finished session is left as it is. Refreshes `session`.
+   * True when this call changed it.
+   */
+  async #update(session: AuthSessionState, mutate: Mutation): Promise<boolean> {
+    const key = sessionKey(session.id);
+    for (let attempt = 0; attempt < MAX_UPDATE_ATTEMPTS; attempt++) {
+      const raw = await this.#state.get(key);
+      if (raw === undefined) throw this.#unknown(session.id);
+      const next = decode(raw);
+      if (!this.isOpen(next)) {
+        become(session, next);
+        return false;
+      }
+      mutate(next);
+      next.revision++;
+      if (await this.#state.swap(key, raw, JSON.stringify(next), this.#ttlMs(next))) {
+        become(session, next);
+        if (!this.isOpen(next) && next.oauth?.state) await this.#state.delete(stateKey(next.oauth.state));
+        await this.#state.publish(CHANGES_CHANNEL, next.id);
+        return true;
+      }
+    }
+    throw new UnexpectedError(`auth session ${session.id} is being changed by too many writers at once`);
+  }
+
+  /** Ends a session; the owner can still read the outcome for a while. */
+  #finish(session: AuthSessionState, status: AuthSessionStatus, error?: AuthSessionState["error"]): void {
     session.status = status;
     if (error) session.error = error;
-    if (FINAL_STATUSES.has(status)) {
-      delete session.waitingFor;
-      if (session.oauth?.state) this.#states.delete(session.oauth.state);
-      // Forget it a while after it finished; the owner can still read the outcome until then.
-      session.expiresAt = new Date(this.#now().getTime() + FINISHED_RETENTION_MS);
-    }
-    this.changed(session);
-  }
-
-  /** Tells long polls the session changed (also for changes that keep the status, like a new poll interval). */
-  changed(session: AuthSessionState): void {
-    session.revision++;
-    this.#changes.emit(session.id);
-  }
-
-  /** The session waits for the person: `pending` for input before the flow can start, else `waiting_for_user`. */
-  waitFor(session: AuthSessionState, waitingFor: WaitingFor): void {
-    session.waitingFor = waitingFor;
-    this.#set(session, waitingFor === "client_credentials" ? "pending" : "waiting_for_user");
-  }
-
-  /** The provider decides how long a device code lives (no cap of ours). */
-  extendUntil(session: AuthSessionState, expiresAt: Date): void {
-    if (!FINAL_STATUSES.has(session.status)) session.expiresAt = expiresAt;
-  }
-
-  processing(session: AuthSessionState): void {
     delete session.waitingFor;
-    this.#set(session, "processing");
+    session.expiresAt = new Date(this.#now().getTime() + FINISHED_RETENTION_MS);
   }
 
-  complete(session: AuthSessionState): void {
-    this.#set(session, "completed");
+  /**
+   * Tells long polls the session changed, also for changes that keep the status (a new poll
+   * interval); `change` makes the change.
+   */
+  async changed(session: AuthSessionState, change: Mutation): Promise<void> {
+    await this.#update(session, change);
   }
 
-  fail(session: AuthSessionState, error: SvcError): void {
-    this.#set(session, "failed", error.toBody());
+  /**
+   * The session waits for the person: `pending` for input before the flow can start, else
+   * `waiting_for_user`. `prepare` records what the step needs (the OAuth client, the URL, the device code).
+   */
+  async waitFor(session: AuthSessionState, waitingFor: WaitingFor, prepare?: Mutation): Promise<void> {
+    await this.#update(session, (next) => {
+      prepare?.(next);
+      next.waitingFor = waitingFor;
+      next.status = waitingFor === "client_credentials" ? "pending" : "waiting_for_user";
+    });
   }
 
-  expire(session: AuthSessionState, message: string): void {
-    this.#set(session, "expired", { error: "AuthenticationFailedError", message });
+  /**
+   * The input or answer the session waited for arrived and is being stored. `from` is the step it
+   * must still be waiting for: of two concurrent submissions (on any replicas) one goes on, the
+   * other is told the login moved on.
+   */
+  async processing(session: AuthSessionState, from: WaitingFor): Promise<void> {
+    await this.#update(session, (next) => {
+      if (next.waitingFor !== from) throw sessionClosed(next);
+      delete next.waitingFor;
+      next.status = "processing";
+    });
+    if (session.status !== "processing") throw sessionClosed(session);
+  }
+
+  /** The transitions to an end: true when this call ended the session (it was still open). */
+  complete(session: AuthSessionState): Promise<boolean> {
+    return this.#update(session, (next) => this.#finish(next, "completed"));
+  }
+
+  fail(session: AuthSessionState, error: SvcError): Promise<boolean> {
+    return this.#update(session, (next) => this.#finish(next, "failed", error.toBody()));
+  }
+
+  expire(session: AuthSessionState, message: string): Promise<boolean> {
+    return this.#update(session, (next) =>
+      this.#finish(next, "expired", { error: "AuthenticationFailedError", message }),
+    );
   }
 
   isOpen(session: AuthSessionState): boolean {
     return !FINAL_STATUSES.has(session.status);
   }
 
-  cancel(session: AuthSessionState): void {
-    this.#set(session, "cancelled", { error: "InputCancelledError", message: "the login was cancelled" });
+  cancel(session: AuthSessionState): Promise<boolean> {
+    return this.#update(session, (next) =>
+      this.#finish(next, "cancelled", { error: "InputCancelledError", message: "the login was cancelled" }),
+    );
   }
 
   /**
-   * Resolves when the session changes, or after `ms`. With `after` (a revision the client saw) it
-   * resolves at once when the session already moved past it.
+   * Resolves when the session changes (on any replica), or after `ms`, and refreshes `session`.
+   * With `after` (a revision the client saw) it resolves at once when the session already moved
+   * past it.
    */
   async waitForChange(session: AuthSessionState, ms: number, after?: number): Promise<void> {
     if (after !== undefined && session.revision > after) return;
-    if (ms <= 0 || this.#closed || FINAL_STATUSES.has(session.status)) return;
+    if (ms <= 0 || this.#closed || !this.isOpen(session)) return;
+    const seen = after ?? session.revision;
     const remaining = Math.min(ms, Math.max(0, session.expiresAt.getTime() - this.#now().getTime()) + 50);
-    await new Promise<void>((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        this.#changes.off(session.id, done);
-        resolve();
-      };
-      const timer = setTimeout(done, remaining);
-      this.#changes.on(session.id, done);
+    let wake: () => void = () => {};
+    const changed = new Promise<void>((resolve) => {
+      wake = resolve;
     });
-    this.#lookup(session.id);
-  }
-
-  /** Marks timed-out sessions expired and forgets finished ones past their retention. */
-  sweep(): void {
-    const now = this.#now().getTime();
-    for (const session of this.#sessions.values()) {
-      if (session.expiresAt.getTime() > now) continue;
-      if (FINAL_STATUSES.has(session.status)) this.#sessions.delete(session.id);
-      else this.#lookup(session.id);
+    this.#changes.on(session.id, wake);
+    const timer = setTimeout(wake, remaining);
+    try {
+      // A change made between the caller's read and this listener would wake no one: look once.
+      if ((await this.reload(session)) && session.revision <= seen && !this.#closed) await changed;
+    } finally {
+      clearTimeout(timer);
+      this.#changes.off(session.id, wake);
     }
+    if (!(await this.reload(session))) throw this.#unknown(session.id);
   }
 
-  /** Stops the sweeper and answers every long poll now, so a closing daemon is not held open by them. */
+  /** Stops listening and answers every long poll now, so a closing daemon is not held open by them. */
   close(): void {
-    clearInterval(this.#sweeper);
     this.#closed = true;
+    this.#unsubscribe?.();
     for (const id of this.#changes.eventNames()) this.#changes.emit(id);
   }
 }
 
-/** The API view of a session. */
+/** Why a session takes no more input: how it ended, or the step it is at. */
+export function sessionClosed(session: AuthSessionState): SvcError {
+  return new OperationNotAllowedError(
+    session.error?.message ?? `this login is already ${session.status.replaceAll("_", " ")}; start it again`,
+  );
+}
+
 /** Where the person goes after a browser step: the dashboard that started the login, or the terminal. */
 export function returnHint(session: AuthSessionState): string {
   return session.owner.handle.startsWith(BROWSER_HANDLE_PREFIX)

@@ -3,6 +3,7 @@ import { ConnectionAlreadyExistsError, ConnectionNotFoundError } from "../../cor
 import { redactSecret } from "../../core/redact.ts";
 import type { AuthType, Flow, TokenAuthMethod } from "../../providers/schema.ts";
 import type { VaultService } from "../../vault/vault-service.ts";
+import type { ChangeNotices } from "./change-notices.ts";
 
 /**
  * Connection records live encrypted in the owner's vault, one entry each:
@@ -127,14 +128,37 @@ export function connectionView(
  * Reads and writes connection records. Each provider has one default connection: the first one
  * saved, until `setDefault` moves it; when the default is removed the oldest remaining one takes
  * over. An in-memory index per vault (names, defaults, base URLs) serves the credential resolve
- * hot path and is dropped on every write through this service.
+ * hot path and is dropped on every write through this service, in every replica.
  */
 export class ConnectionService {
   readonly #vault: VaultService;
+  readonly #notices: ChangeNotices;
   readonly #index = new Map<string, Promise<Map<string, ProviderConnections>>>();
 
-  constructor(vault: VaultService) {
+  constructor(vault: VaultService, notices: ChangeNotices) {
     this.#vault = vault;
+    this.#notices = notices;
+  }
+
+  /** Drops a vault's index whenever any replica writes to it. */
+  async start(): Promise<void> {
+    await this.#notices.listen((vaultId) => this.dropIndex(vaultId));
+  }
+
+  /** Whether the index may lag behind writes of other replicas (hosted mode). */
+  get mayBeStale(): boolean {
+    return this.#notices.shared;
+  }
+
+  /** Builds the vault's index afresh on its next use (here only). */
+  dropIndex(vaultId: string): void {
+    this.#index.delete(vaultId);
+  }
+
+  /** After a write: forgets the vault's index here, and tells the other replicas to. */
+  async #forgetIndex(vaultId: string): Promise<void> {
+    this.#index.delete(vaultId);
+    await this.#notices.announce(vaultId);
   }
 
   async #names(vaultId: string, provider?: string): Promise<Array<{ provider: string; connection: string }>> {
@@ -217,7 +241,7 @@ export class ConnectionService {
       }
       await this.#vault.putIfAbsent(vaultId, `${DEFAULTS}${record.provider}`, record.connection);
     } finally {
-      this.#index.delete(vaultId);
+      await this.#forgetIndex(vaultId);
     }
   }
 
@@ -231,7 +255,7 @@ export class ConnectionService {
       if (current !== connection) return current;
       return await this.#promoteOldest(vaultId, provider);
     } finally {
-      this.#index.delete(vaultId);
+      await this.#forgetIndex(vaultId);
     }
   }
 
@@ -247,7 +271,7 @@ export class ConnectionService {
   async setDefault(vaultId: string, provider: string, connection: string): Promise<ConnectionRecord> {
     const record = await this.get(vaultId, provider, connection);
     await this.#vault.put(vaultId, `${DEFAULTS}${provider}`, connection);
-    this.#index.delete(vaultId);
+    await this.#forgetIndex(vaultId);
     return record;
   }
 
@@ -264,7 +288,7 @@ export class ConnectionService {
       const clientCredentials = await this.#vault.delete(vaultId, `${CLIENT_CREDENTIALS}${provider}`);
       return { records, clientCredentials };
     } finally {
-      this.#index.delete(vaultId);
+      await this.#forgetIndex(vaultId);
     }
   }
 

@@ -102,6 +102,19 @@ export class CredentialService {
 
   /** The header for a request; an OAuth token about to expire is refreshed first (audited for `actor`). */
   async resolve(vaultId: string, request: ResolveRequest, actor: Actor): Promise<ResolvedCredential> {
+    try {
+      return await this.#resolve(vaultId, request, actor);
+    } catch (error) {
+      const missing = error instanceof ConnectionNotFoundError || error instanceof ProviderNotFoundError;
+      if (!missing || !(this.#connections.mayBeStale || this.#registry.mayBeStale)) throw error;
+      // Another replica may have added it a moment ago, before its notice arrived: ask the store.
+      await this.#registry.load();
+      this.#connections.dropIndex(vaultId);
+      return this.#resolve(vaultId, request, actor);
+    }
+  }
+
+  async #resolve(vaultId: string, request: ResolveRequest, actor: Actor): Promise<ResolvedCredential> {
     const index = await this.#connections.index(vaultId);
     const url = request.host === undefined ? undefined : requestUrl(request.host, request.path ?? "/");
     let provider: Provider;

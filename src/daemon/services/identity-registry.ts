@@ -12,8 +12,9 @@ export interface RegisteredIdentity {
 }
 
 /**
- * Registered identities (handle → DID). PoP verification looks one up on every request, so found
- * identities are cached; a claim updates the cache. Identities are never deleted in this version.
+ * Registered identities (handle → DID). PoP verification looks one up on every request, so claimed
+ * identities are cached: a claim is permanent and identities are never deleted in this version.
+ * An unclaimed one is read from the store each time, since any replica may claim it.
  */
 export class IdentityRegistry {
   readonly #db: Kysely<Database>;
@@ -38,7 +39,7 @@ export class IdentityRegistry {
       publicKey: publicKeyFromDid(row.did),
       principalId: row.principal_id,
     };
-    this.#cache.set(handle, identity);
+    if (identity.principalId) this.#cache.set(handle, identity);
     return identity;
   }
 

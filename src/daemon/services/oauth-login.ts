@@ -20,7 +20,7 @@ import {
 import { type OAuthClient, OAuthProtocolError } from "../../flows/oauth/http.ts";
 import { newPkcePair, newState } from "../../flows/oauth/pkce.ts";
 import type { OAuthFlow, Provider } from "../../providers/schema.ts";
-import type { AuthSessionService, AuthSessionState } from "./auth-sessions.ts";
+import type { AuthSessionService, AuthSessionState, OAuthSessionState } from "./auth-sessions.ts";
 import type { ConnectionRecord, ConnectionService, StoredClientCredentials } from "./connections.ts";
 import type { OAuthEndpointResolver } from "./oauth-endpoints.ts";
 import { clientFromStore, credentialFrom } from "./oauth-tokens.ts";
@@ -98,10 +98,14 @@ export class OAuthLoginService {
       ...(flow === "dcr_pkce" ? (["registration"] as const) : []),
     ]);
     for (const name of needed) requireEndpoint(endpoints, name, provider.name);
-    session.oauth = { redirectUri: `${session.daemonUrl}${OAUTH_CALLBACK_PATH}`, endpoints };
+    // Stored with the first step below: nobody else reads this session before that.
+    const oauth: OAuthSessionState = { redirectUri: `${session.daemonUrl}${OAUTH_CALLBACK_PATH}`, endpoints };
+    session.oauth = oauth;
     const client = await this.#client(session, provider);
     if (!client) {
-      this.#sessions.waitFor(session, "client_credentials");
+      await this.#sessions.waitFor(session, "client_credentials", (next) => {
+        next.oauth = oauth;
+      });
       return;
     }
     await this.#start(session, provider, client);
@@ -202,8 +206,8 @@ export class OAuthLoginService {
   }
 
   async #start(session: AuthSessionState, provider: Provider, client: OAuthClient): Promise<void> {
-    const oauth = session.oauth!;
-    oauth.client = client;
+    const { client_secret: _secret, ...clientWithoutSecret } = client;
+    const oauth: OAuthSessionState = { ...session.oauth!, client: clientWithoutSecret };
     if (session.flow === "device_code") {
       const device = await requestDeviceAuthorization(
         requireEndpoint(oauth.endpoints, "device_authorization", provider.name),
@@ -212,13 +216,16 @@ export class OAuthLoginService {
       );
       const expiresAt = new Date(this.#now().getTime() + device.expires_in * 1000);
       oauth.device = { ...device, expiresAt };
-      this.#sessions.extendUntil(session, expiresAt);
-      this.#sessions.waitFor(session, "device_code");
-      this.#schedulePoll(session, provider, 0);
+      await this.#sessions.waitFor(session, "device_code", (next) => {
+        next.oauth = oauth;
+        // The provider decides how long a device code lives (no cap of ours).
+        next.expiresAt = expiresAt;
+      });
+      if (this.#sessions.isOpen(session)) this.#schedulePoll(session, provider, 0);
       return;
     }
     const pkce = provider.oauth?.pkce === false ? undefined : newPkcePair();
-    oauth.state = this.#sessions.bindState(session, newState());
+    oauth.state = await this.#sessions.bindState(session, newState());
     if (pkce) oauth.verifier = pkce.verifier;
     oauth.authorizationUrl = authorizationUrl({
       endpoint: requireEndpoint(oauth.endpoints, "authorization", provider.name),
@@ -229,7 +236,20 @@ export class OAuthLoginService {
       ...(pkce ? { challenge: pkce.challenge } : {}),
       ...(provider.oauth?.authorization_params ? { extra: provider.oauth.authorization_params } : {}),
     });
-    this.#sessions.waitFor(session, "authorization");
+    await this.#sessions.waitFor(session, "authorization", (next) => {
+      next.oauth = oauth;
+    });
+  }
+
+  /** The session's client with its secret, which only the vault keeps. */
+  async #clientOf(session: AuthSessionState, provider: Provider): Promise<OAuthClient> {
+    const client = session.oauth!.client!;
+    if (client.auth_method === "none") return client;
+    const stored = await this.#connections.clientCredentials(session.owner.vaultId, provider.name);
+    if (stored?.client_id !== client.client_id || !stored.client_secret) {
+      throw new OAuthProtocolError("invalid_client", "the OAuth client of this login is no longer stored", 0);
+    }
+    return { ...client, client_secret: stored.client_secret };
   }
 
   /**
@@ -237,7 +257,7 @@ export class OAuthLoginService {
    * the login with its words; a code is exchanged with the PKCE verifier.
    */
   async callback(params: CallbackParams, provider: (name: string) => Provider): Promise<AuthSessionState> {
-    const session = this.#sessions.takeState(params.state);
+    const session = await this.#sessions.takeState(params.state);
     const definition = provider(session.provider);
     const oauth = session.oauth!;
     try {
@@ -257,10 +277,10 @@ export class OAuthLoginService {
       if (params.error) throw new OAuthProtocolError(params.error, params.error_description, 400);
       if (!params.code)
         throw new AuthenticationFailedError("the sign-in answer carries no authorization code");
-      this.#sessions.processing(session);
+      await this.#sessions.processing(session, "authorization");
       const tokens = await exchangeCode(
         requireEndpoint(oauth.endpoints, "token", definition.name),
-        oauth.client!,
+        await this.#clientOf(session, definition),
         {
           code: params.code,
           redirectUri: oauth.redirectUri,
@@ -284,32 +304,43 @@ export class OAuthLoginService {
     this.#pollers.add(timer);
   }
 
-  /** One device-code poll (RFC 8628 §3.4–3.5); schedules the next unless the login ended. */
+  /**
+   * One device-code poll (RFC 8628 §3.4–3.5); schedules the next unless the login ended. The
+   * session is read afresh each time: another replica may have cancelled it.
+   */
   async #poll(session: AuthSessionState, provider: Provider, failures: number): Promise<void> {
-    if (!this.#sessions.isOpen(session) || this.#closed) return;
+    if (this.#closed) return;
+    try {
+      if (!(await this.#sessions.reload(session)) || !this.#sessions.isOpen(session)) return;
+    } catch (error) {
+      // The shared state is unreachable: try again later, as for an unreachable provider.
+      if (failures + 1 < MAX_POLL_FAILURES) this.#schedulePoll(session, provider, failures + 1);
+      else await this.#fail(session, provider, error).catch(() => undefined);
+      return;
+    }
     const oauth = session.oauth!;
     const device = oauth.device!;
     if (device.expiresAt.getTime() <= this.#now().getTime()) {
-      this.#expire(session, provider);
+      await this.#expire(session, provider);
       return;
     }
     let tokens: TokenSet;
     try {
       tokens = await pollDeviceToken(
         requireEndpoint(oauth.endpoints, "token", provider.name),
-        oauth.client!,
+        await this.#clientOf(session, provider),
         device.device_code,
       );
     } catch (error) {
-      if (!this.#sessions.isOpen(session)) return;
       if (error instanceof OAuthProtocolError && error.error === "authorization_pending") {
         this.#schedulePoll(session, provider, 0);
       } else if (error instanceof OAuthProtocolError && error.error === "slow_down") {
-        device.interval += SLOW_DOWN_STEP_S;
-        this.#sessions.changed(session);
+        await this.#sessions.changed(session, (next) => {
+          next.oauth!.device!.interval += SLOW_DOWN_STEP_S;
+        });
         this.#schedulePoll(session, provider, 0);
       } else if (error instanceof OAuthProtocolError && error.error === "expired_token") {
-        this.#expire(session, provider);
+        await this.#expire(session, provider);
       } else if (error instanceof EndpointUnreachableError && failures + 1 < MAX_POLL_FAILURES) {
         this.#schedulePoll(session, provider, failures + 1);
       } else {
@@ -317,8 +348,11 @@ export class OAuthLoginService {
       }
       return;
     }
-    if (!this.#sessions.isOpen(session)) return;
-    this.#sessions.processing(session);
+    try {
+      await this.#sessions.processing(session, "device_code");
+    } catch {
+      return; // cancelled or ended elsewhere meanwhile
+    }
     try {
       await this.#finish(session, provider, tokens);
     } catch (error) {
@@ -326,12 +360,12 @@ export class OAuthLoginService {
     }
   }
 
-  #expire(session: AuthSessionState, provider: Provider): void {
-    this.#sessions.expire(
+  async #expire(session: AuthSessionState, provider: Provider): Promise<void> {
+    const ended = await this.#sessions.expire(
       session,
       `the ${provider.display_name} code was not entered in time; run \`svc login ${provider.name}\` again`,
     );
-    void this.#auditFailure(session, provider, "expired_token");
+    if (ended) await this.#auditFailure(session, provider, "expired_token");
   }
 
   /** `provider.login_failed` with `status: failure` and the reason (an OAuth error code or error class). */
@@ -362,7 +396,7 @@ export class OAuthLoginService {
       credential: credentialFrom(tokens, { scopes: requested }, session.oauth!.client!.client_id, now),
     };
     await this.#connections.save(session.owner.vaultId, record, { overwrite: session.force });
-    this.#sessions.complete(session);
+    await this.#sessions.complete(session);
     await this.#audit.record(
       {
         event: AUDIT_EVENTS.providerLogin,
@@ -379,7 +413,7 @@ export class OAuthLoginService {
 
   async #fail(session: AuthSessionState, provider: Provider, raw: unknown): Promise<void> {
     const error = refusal(provider, raw);
-    if (!this.#sessions.isOpen(session)) return;
+    if (!(await this.#sessions.fail(session, error))) return;
     if (raw instanceof OAuthProtocolError && raw.error === "invalid_client" && session.oauth?.client) {
       // Wrong client credentials would fail every later login too: forget them so the next one asks.
       await this.#connections.forgetClientCredentials(
@@ -388,7 +422,6 @@ export class OAuthLoginService {
         session.oauth.client.client_id,
       );
     }
-    this.#sessions.fail(session, error);
     await this.#auditFailure(
       session,
       provider,

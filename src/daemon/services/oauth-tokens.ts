@@ -1,3 +1,5 @@
+import { randomBytes } from "node:crypto";
+import { setTimeout as sleep } from "node:timers/promises";
 import type { AuditLog } from "../../audit/audit-log.ts";
 import { AUDIT_EVENTS } from "../../audit/events.ts";
 import {
@@ -10,6 +12,7 @@ import { requireEndpoint } from "../../flows/oauth/endpoints.ts";
 import { refreshTokens, revokeToken, type TokenSet } from "../../flows/oauth/grants.ts";
 import { type OAuthClient, OAuthProtocolError } from "../../flows/oauth/http.ts";
 import type { Provider } from "../../providers/schema.ts";
+import type { RuntimeState } from "../../store/runtime-state.ts";
 import type { ConnectionRecord, ConnectionService, StoredClientCredentials } from "./connections.ts";
 import type { OAuthEndpointResolver } from "./oauth-endpoints.ts";
 
@@ -18,6 +21,15 @@ import type { OAuthEndpointResolver } from "./oauth-endpoints.ts";
  * that live less than two margins use half their lifetime instead, or every use would refresh.
  */
 export const REFRESH_MARGIN_MS = 60_000;
+
+/**
+ * How long one replica may hold a connection's refresh lock: longer than a token request takes
+ * (the OAuth client's timeout), short enough that a replica that died holding it delays others
+ * only briefly.
+ */
+const REFRESH_LOCK_TTL_MS = 30_000;
+/** How often a replica waiting for another's refresh looks whether it has finished. */
+const REFRESH_WAIT_POLL_MS = 25;
 
 type OAuthCredential = Extract<ConnectionRecord["credential"], { type: "oauth2" }>;
 
@@ -75,6 +87,14 @@ function loginAgain(provider: string, connection: string): string {
   return `run \`svc login ${provider}${connection === "default" ? "" : ` --connection ${connection}`} --force\``;
 }
 
+/** The provider already refused this refresh token; asking again on every request would hammer it. */
+function assertNotRefused(provider: Provider, connection: string, credential: OAuthCredential): void {
+  if (!credential.refresh_failed || !PERMANENT_ERRORS.has(credential.refresh_failed.error)) return;
+  throw new RefreshFailedError(
+    `the ${provider.name} token of "${connection}" could not be refreshed (${credential.refresh_failed.error} at ${credential.refresh_failed.at}); ${loginAgain(provider.name, connection)} to sign in again`,
+  );
+}
+
 function describe(error: unknown): string {
   if (error instanceof OAuthProtocolError) return error.message;
   if (error instanceof SvcError) return error.message;
@@ -83,10 +103,12 @@ function describe(error: unknown): string {
 
 /**
  * OAuth tokens after login: refresh before expiry (one refresh per connection at a time, shared
- * by every caller that needs it) and RFC 7009 revocation. A failed refresh keeps the record and
- * marks it; nothing here deletes a connection.
+ * by every caller that needs it, in this process and, through a lock in the runtime state, in
+ * every replica) and RFC 7009 revocation. A failed refresh keeps the record and marks it; nothing
+ * here deletes a connection.
  */
 export class OAuthTokenService {
+  readonly #state: RuntimeState;
   readonly #connections: ConnectionService;
   readonly #endpoints: OAuthEndpointResolver;
   readonly #audit: AuditLog;
@@ -94,11 +116,13 @@ export class OAuthTokenService {
   readonly #inFlight = new Map<string, Promise<ConnectionRecord>>();
 
   constructor(
+    state: RuntimeState,
     connections: ConnectionService,
     endpoints: OAuthEndpointResolver,
     audit: AuditLog,
     now: () => Date,
   ) {
+    this.#state = state;
     this.#connections = connections;
     this.#endpoints = endpoints;
     this.#audit = audit;
@@ -150,21 +174,46 @@ export class OAuthTokenService {
         `the ${provider.name} access token of "${record.connection}" expired at ${credential.expires_at} and there is no refresh token; run \`svc login ${provider.name} --connection ${record.connection} --force\``,
       );
     }
-    if (credential.refresh_failed && PERMANENT_ERRORS.has(credential.refresh_failed.error)) {
-      // The provider already refused this refresh token; asking again on every request would hammer it.
-      throw new RefreshFailedError(
-        `the ${provider.name} token of "${record.connection}" could not be refreshed (${credential.refresh_failed.error} at ${credential.refresh_failed.at}); ${loginAgain(provider.name, record.connection)} to sign in again`,
-      );
-    }
+    assertNotRefused(provider, record.connection, credential);
     const key = `${vaultId}\u0000${provider.name}\u0000${record.connection}`;
     let pending = this.#inFlight.get(key);
     if (!pending) {
-      pending = this.#refresh(vaultId, provider, record.connection, actor).finally(() =>
+      pending = this.#refreshOnce(vaultId, provider, record.connection, actor).finally(() =>
         this.#inFlight.delete(key),
       );
       this.#inFlight.set(key, pending);
     }
     return pending;
+  }
+
+  /**
+   * Refreshes under the connection's lock in the runtime state: a refresh token may rotate, so two
+   * replicas refreshing at once would have one of them use a token the server already replaced.
+   * A replica that finds the lock taken waits for the holder and uses what it stored.
+   */
+  async #refreshOnce(
+    vaultId: string,
+    provider: Provider,
+    connection: string,
+    actor: Actor,
+  ): Promise<ConnectionRecord> {
+    const lock = `refresh-lock:${vaultId}:${provider.name}:${connection}`;
+    const owner = randomBytes(12).toString("base64url");
+    for (;;) {
+      if (await this.#state.set(lock, owner, REFRESH_LOCK_TTL_MS, { ifAbsent: true })) {
+        try {
+          return await this.#refresh(vaultId, provider, connection, actor);
+        } finally {
+          await this.#state.delete(lock, owner).catch(() => undefined);
+        }
+      }
+      // Another replica refreshes: wait until it lets go (or its lock runs out), then look.
+      while ((await this.#state.get(lock)) !== undefined) await sleep(REFRESH_WAIT_POLL_MS);
+      const record = await this.#connections.get(vaultId, provider.name, connection);
+      const credential = record.credential as OAuthCredential;
+      if (!this.#due(credential) || !credential.refresh_token) return record;
+      assertNotRefused(provider, connection, credential);
+    }
   }
 
   async #refresh(

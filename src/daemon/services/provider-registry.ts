@@ -6,6 +6,7 @@ import {
 import { closestMatches } from "../../core/suggest.ts";
 import { type Provider, parseProvider, parseProviderDefinition } from "../../providers/schema.ts";
 import type { CustomProviderRepository } from "../../store/custom-providers.ts";
+import type { ChangeNotices } from "./change-notices.ts";
 
 /** The largest provider definition accepted (bundled ones are under 2 KiB). */
 export const MAX_DEFINITION_BYTES = 64 * 1024;
@@ -19,10 +20,12 @@ export interface RegisterResult {
 /**
  * Bundled plus custom providers. Custom definitions live in the store (they survive restarts) and
  * are mirrored in memory, since every credential resolve consults the list; a custom provider with
- * a bundled name overrides it until removed. `version` changes whenever the list does.
+ * a bundled name overrides it until removed. `version` changes whenever the list does. A change
+ * made by any replica makes every replica read the custom definitions again.
  */
 export class ProviderRegistry {
   readonly #repository: CustomProviderRepository;
+  readonly #notices: ChangeNotices;
   readonly #bundled: ReadonlyMap<string, Provider>;
   readonly #bundledIssue: string | undefined;
   #custom = new Map<string, Provider>();
@@ -30,8 +33,9 @@ export class ProviderRegistry {
   #merged: Provider[] = [];
   #version = 0;
 
-  constructor(repository: CustomProviderRepository, bundled: () => Provider[]) {
+  constructor(repository: CustomProviderRepository, bundled: () => Provider[], notices: ChangeNotices) {
     this.#repository = repository;
+    this.#notices = notices;
     let list: Provider[] = [];
     try {
       list = bundled();
@@ -39,6 +43,19 @@ export class ProviderRegistry {
       this.#bundledIssue = error instanceof Error ? error.message : String(error);
     }
     this.#bundled = new Map(list.map((provider) => [provider.name, provider]));
+  }
+
+  /** Loads the custom definitions, and again whenever a replica changes them. */
+  async start(): Promise<void> {
+    await this.load();
+    await this.#notices.listen(() => {
+      this.load().catch(() => undefined);
+    });
+  }
+
+  /** Whether the list may lag behind registrations made by other replicas (hosted mode). */
+  get mayBeStale(): boolean {
+    return this.#notices.shared;
   }
 
   /** Reads the custom definitions from the store; one that no longer parses is reported, not served. */
@@ -127,6 +144,7 @@ export class ProviderRegistry {
     }
     this.#custom.set(parsed.name, provider);
     this.#rebuild();
+    await this.#notices.announce(parsed.name);
     return { provider, created, overridesBundled };
   }
 
@@ -135,7 +153,10 @@ export class ProviderRegistry {
     this.get(name);
     const deleted = await this.#repository.delete(name);
     const wasCustom = this.#custom.delete(name) || deleted;
-    if (wasCustom) this.#rebuild();
+    if (wasCustom) {
+      this.#rebuild();
+      await this.#notices.announce(name);
+    }
     if (this.#bundled.has(name)) return wasCustom ? "reset" : "unchanged";
     return "removed";
   }
