@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -7,12 +8,15 @@ import type { AuthSession } from "../../src/api/auth-sessions.ts";
 import type { Connection } from "../../src/api/connections.ts";
 import type { ResolvedCredential } from "../../src/api/credentials.ts";
 import type { Readiness } from "../../src/api/health.ts";
+import type { RegisteredIdentityRecord } from "../../src/api/identities.ts";
 import type { DaemonClient } from "../../src/client/daemon-client.ts";
+import { IdentityFiles } from "../../src/identity/identity-files.ts";
 import { signPopToken } from "../../src/identity/pop-token.ts";
 import { type AuthServer, startAuthServer } from "../support/auth-server.ts";
 import { customProvider, loginWithApiKey } from "../support/daemon.ts";
 import { oauthProvider, staticClient, waitForSession } from "../support/oauth.ts";
 import { type Replica, type ReplicaSet, startReplicaSet } from "../support/replicas.ts";
+import { WebSession } from "../support/web-session.ts";
 
 /**
  * Hosted mode: real daemon processes sharing one PostgreSQL schema and one Redis prefix behind a
@@ -33,6 +37,11 @@ afterAll(async () => {
 
 let counter = 0;
 const fresh = (prefix: string) => `${prefix}${++counter}`;
+/** Alternates between the two replicas, request by request. */
+const roundRobin = () => {
+  let next = 0;
+  return () => [a.url, b.url][next++ % 2]!;
+};
 const refreshes = () => server.tokenRequests.filter((request) => request.grant_type === "refresh_token");
 
 /** An OAuth (PKCE) provider whose static client calls back to the balancer, registered through `via`. */
@@ -126,6 +135,37 @@ describe("replicas on PostgreSQL and Redis", () => {
     expect(resolved).toMatchObject({ connection: "work", header_value: `Bearer ${second}` });
   });
 
+  it("claims through the public URL an identity registered elsewhere, whichever replica answers", async () => {
+    set.balancer.pick = roundRobin();
+    const remote = new IdentityFiles(join(a.layout.home, "elsewhere")).create();
+    const client = set.clientAt(set.balancer.url, remote);
+    const registered = await client.post<RegisteredIdentityRecord>("/api/identities", {
+      handle: remote.handle,
+      did: remote.did,
+    });
+    expect(registered.claim_url).toMatch(new RegExp(`^${set.balancer.url}/api/claim/`));
+    const claimPath = new URL(registered.claim_url!).pathname;
+
+    // Each request of this browser lands on the other replica than the one before.
+    const browser = new WebSession(set.balancer.url);
+    expect(
+      (await browser.signIn(`claimer-${fresh("c")}@example.com`, "a long passphrase 1", true)).status,
+    ).toBe(201);
+    const page = await (await browser.request("GET", claimPath)).text();
+    const csrf = /name="csrf_token" value="([^"]+)"/.exec(page)![1]!;
+    const confirmed = await browser.request("POST", `${claimPath}/confirm`, { form: { csrf_token: csrf } });
+    expect(confirmed.status).toBe(200);
+    const targets = new Set(set.balancer.log.slice(-4).map((entry) => entry.target));
+    expect(targets).toEqual(new Set([a.url, b.url]));
+
+    for (const replica of [a, b]) {
+      const whoami = await set.clientAt(replica.url, remote).get<{ principal_role?: string }>("/api/whoami");
+      expect(whoami.principal_role).toBe("user");
+    }
+    const reused = await browser.request("POST", `${claimPath}/confirm`, { form: { csrf_token: csrf } });
+    expect(reused.status).toBe(400);
+  });
+
   it("refuses on B a PoP token already used on A", async () => {
     const token = signPopToken({ ...set.identity, method: "GET", pathAndQuery: "/api/whoami" });
     const headers = { authorization: `PoP ${token}` };
@@ -199,12 +239,17 @@ describe("replicas on PostgreSQL and Redis", () => {
     const traffic = [0, 1, 2].map((id) => worker(victim, id)).concat([3, 4].map((id) => worker(b, id)));
     // Kill it while requests are in flight.
     await sleep(1_500);
-    const committedBeforeKill = committedConnections.length;
+    // Workers 0-2 talk to the victim: it must have acknowledged work before it died.
+    const committedByVictim = () => committedConnections.filter((name) => /^kill-[012]-/.test(name)).length;
+    const committedBeforeKill = committedByVictim();
     await victim.stop("SIGKILL");
     await sleep(500);
     stop = true;
     await Promise.all(traffic);
     expect(committedBeforeKill).toBeGreaterThan(0);
+    // After the kill nothing more was acknowledged by it; B went on.
+    expect(committedByVictim() - committedBeforeKill).toBeLessThanOrEqual(3);
+    expect(committedConnections.length).toBeGreaterThan(committedByVictim());
 
     const stored = await b.client.get<Connection[]>("/api/connections");
     const names = new Set(stored.map((connection) => connection.connection));
