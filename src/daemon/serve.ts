@@ -215,7 +215,19 @@ export async function serveForever(options: DaemonStartOptions): Promise<void> {
   };
   writePrivateFile(layout.daemonState, `${JSON.stringify(state, null, 2)}\n`);
   writeFileSync(layout.daemonPid, `${process.pid}\n`, { mode: 0o600 });
-  if (logger) logger.info({ url: daemon.url, version: VERSION, home: layout.home }, "svc daemon listening");
+  if (logger) {
+    const { store, runtimeState } = daemon.context;
+    logger.info(
+      {
+        url: daemon.url,
+        version: VERSION,
+        home: layout.home,
+        store: store.description,
+        runtime_state: runtimeState.description,
+      },
+      "svc daemon listening",
+    );
+  }
 
   await new Promise<void>((resolve) => {
     let stopping = false;
