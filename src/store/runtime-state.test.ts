@@ -152,21 +152,25 @@ describe("RuntimeState on Redis", () => {
 });
 
 describe("MemoryRuntimeState", () => {
-  it("refuses new entries beyond its cap rather than grow without bound", async () => {
-    const state = new MemoryRuntimeState({ maxEntries: 3 });
-    for (const key of ["a", "b", "c"]) await state.set(key, "v", 60_000);
-    await expect(state.set("d", "v", 60_000)).rejects.toThrow(/too many/);
-    // An existing key can still change.
-    await expect(state.set("a", "w", 60_000)).resolves.toBe(true);
+  it("refuses new entries of a kind beyond its cap, while other kinds still fit", async () => {
+    const state = new MemoryRuntimeState({ maxEntriesPerKind: 3 });
+    for (const key of ["claim:a", "claim:b", "claim:c"]) await state.set(key, "v", 60_000);
+    await expect(state.set("claim:d", "v", 60_000)).rejects.toThrow(/too many claim entries/);
+    // An existing key can still change, and a flood of claims leaves room for logins.
+    await expect(state.set("claim:a", "w", 60_000)).resolves.toBe(true);
+    await expect(state.set("auth-session:x", "v", 60_000)).resolves.toBe(true);
+    // Taking or deleting one frees its room.
+    expect(await state.take("claim:b")).toBe("v");
+    await expect(state.set("claim:d", "v", 60_000)).resolves.toBe(true);
   });
 
   it("frees the room of expired entries", async () => {
     let now = 0;
-    const state = new MemoryRuntimeState({ maxEntries: 2, now: () => now });
-    await state.set("a", "v", 1_000);
-    await state.set("b", "v", 1_000);
+    const state = new MemoryRuntimeState({ maxEntriesPerKind: 2, now: () => now });
+    await state.set("k:a", "v", 1_000);
+    await state.set("k:b", "v", 1_000);
     now = 2_000;
-    expect(await state.get("a")).toBeUndefined();
-    await expect(state.set("c", "v", 1_000)).resolves.toBe(true);
+    expect(await state.get("k:a")).toBeUndefined();
+    await expect(state.set("k:c", "v", 1_000)).resolves.toBe(true);
   });
 });

@@ -48,11 +48,18 @@ interface Entry {
 /** Sweep expired entries once this many are held, at most once a second. */
 const SWEEP_THRESHOLD = 10_000;
 /**
- * Entries held at most: sessions, links and claims can be created by callers who have proven
- * little (a claim by anyone who registers an identity), so memory must not grow without bound.
+ * Entries of one kind (the key up to its first `:`) held at most: sessions, links and claims can
+ * be created by callers who have proven little (a claim by anyone who registers an identity), so
+ * memory must not grow without bound, and a flood of one kind must not crowd out the others.
  * Redis is bounded by its own `maxmemory` (docs/hosting.md).
  */
-const DEFAULT_MAX_ENTRIES = 100_000;
+const DEFAULT_MAX_ENTRIES_PER_KIND = 50_000;
+
+/** The kind of a key: `auth-session:ses_…` → `auth-session`. */
+function kindOf(key: string): string {
+  const colon = key.indexOf(":");
+  return colon < 0 ? key : key.slice(0, colon);
+}
 
 /**
  * The embedded RuntimeState: maps in this process, lost on restart (spec: auth sessions live in
@@ -65,34 +72,47 @@ export class MemoryRuntimeState implements RuntimeState {
   readonly #events = new Map<string, number[]>();
   readonly #channels = new EventEmitter();
   readonly #now: () => number;
-  readonly #maxEntries: number;
+  readonly #maxPerKind: number;
+  readonly #perKind = new Map<string, number>();
   #sweptAt = 0;
 
-  constructor(options: { now?: () => number; maxEntries?: number } = {}) {
+  constructor(options: { now?: () => number; maxEntriesPerKind?: number } = {}) {
     this.#now = options.now ?? Date.now;
-    this.#maxEntries = options.maxEntries ?? DEFAULT_MAX_ENTRIES;
+    this.#maxPerKind = options.maxEntriesPerKind ?? DEFAULT_MAX_ENTRIES_PER_KIND;
     this.#channels.setMaxListeners(0);
   }
 
   #live(key: string): Entry | undefined {
     const entry = this.#entries.get(key);
     if (entry && entry.expiresAt <= this.#now()) {
-      this.#entries.delete(key);
+      this.#remove(key);
       return undefined;
     }
     return entry;
+  }
+
+  #remove(key: string): boolean {
+    if (!this.#entries.delete(key)) return false;
+    const kind = kindOf(key);
+    this.#perKind.set(kind, (this.#perKind.get(kind) ?? 1) - 1);
+    return true;
   }
 
   #put(key: string, value: string, ttlMs: number): void {
     const now = this.#now();
     if (this.#entries.size >= SWEEP_THRESHOLD && now - this.#sweptAt > 1000) {
       this.#sweptAt = now;
-      for (const [name, entry] of this.#entries) if (entry.expiresAt <= now) this.#entries.delete(name);
+      for (const [name, entry] of this.#entries) if (entry.expiresAt <= now) this.#remove(name);
     }
-    if (this.#entries.size >= this.#maxEntries && !this.#entries.has(key)) {
-      throw new OperationNotAllowedError(
-        "too many logins, links and claims are pending in this daemon; try again in a few minutes",
-      );
+    if (!this.#entries.has(key)) {
+      const kind = kindOf(key);
+      const held = this.#perKind.get(kind) ?? 0;
+      if (held >= this.#maxPerKind) {
+        throw new OperationNotAllowedError(
+          `too many ${kind} entries are pending in this daemon; try again in a few minutes`,
+        );
+      }
+      this.#perKind.set(kind, held + 1);
     }
     this.#entries.set(key, { value, expiresAt: now + ttlMs });
   }
@@ -115,7 +135,7 @@ export class MemoryRuntimeState implements RuntimeState {
 
   async take(key: string): Promise<string | undefined> {
     const entry = this.#live(key);
-    this.#entries.delete(key);
+    this.#remove(key);
     return entry?.value;
   }
 
@@ -123,7 +143,7 @@ export class MemoryRuntimeState implements RuntimeState {
     if (expected === undefined && this.#events.delete(key)) return true;
     const entry = this.#live(key);
     if (!entry || (expected !== undefined && entry.value !== expected)) return false;
-    return this.#entries.delete(key);
+    return this.#remove(key);
   }
 
   async addEvent(key: string, atMs: number, windowMs: number): Promise<void> {
