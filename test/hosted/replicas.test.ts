@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { copyFileSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import pg from "pg";
@@ -13,6 +14,7 @@ import type { DaemonClient } from "../../src/client/daemon-client.ts";
 import { IdentityFiles } from "../../src/identity/identity-files.ts";
 import { signPopToken } from "../../src/identity/pop-token.ts";
 import { type AuthServer, startAuthServer } from "../support/auth-server.ts";
+import { SvcSandbox } from "../support/cli.ts";
 import { customProvider, loginWithApiKey } from "../support/daemon.ts";
 import { oauthProvider, staticClient, waitForSession } from "../support/oauth.ts";
 import { type Replica, type ReplicaSet, startReplicaSet } from "../support/replicas.ts";
@@ -164,6 +166,35 @@ describe("replicas on PostgreSQL and Redis", () => {
     }
     const reused = await browser.request("POST", `${claimPath}/confirm`, { form: { csrf_token: csrf } });
     expect(reused.status).toBe(400);
+  });
+
+  it("serves the real CLI through the public URL as one daemon", async () => {
+    set.balancer.pick = roundRobin();
+    const sandbox = await SvcSandbox.create({ SVC_BASE_URL: set.balancer.url });
+    try {
+      // The CLI proves its identity locally with the deployment's bootstrap secret.
+      mkdirSync(join(sandbox.home, "server"), { recursive: true, mode: 0o700 });
+      copyFileSync(a.layout.bootstrapSecret, join(sandbox.home, "server", "bootstrap.secret"));
+      const key = `sk-proj-${randomBytes(20).toString("hex")}`;
+      const since = set.balancer.log.length;
+      const login = await sandbox.run(["login", "openai", "--connection", "cli"], { input: `${key}\n` });
+      expect(login.code, login.stderr).toBe(0);
+      const listed = await sandbox.run(["connections", "--json"]);
+      expect(listed.code, listed.stderr).toBe(0);
+      expect(JSON.parse(listed.stdout)).toEqual(
+        expect.arrayContaining([expect.objectContaining({ provider: "openai", connection: "cli" })]),
+      );
+      const log = await sandbox.run(["log", "--json", "-n", "5"]);
+      expect(JSON.parse(log.stdout)).toEqual(
+        expect.arrayContaining([expect.objectContaining({ event: "provider.login", connection: "cli" })]),
+      );
+      expect(new Set(set.balancer.log.slice(since).map((entry) => entry.target))).toEqual(
+        new Set([a.url, b.url]),
+      );
+      expect(`${login.stdout}${login.stderr}${listed.stdout}${log.stdout}`).not.toContain(key);
+    } finally {
+      await sandbox.destroy();
+    }
   });
 
   it("refuses on B a PoP token already used on A", async () => {
