@@ -65,7 +65,7 @@ export async function buildApp(
     closing = true;
     // Long polls would otherwise hold close() for up to their full wait.
     context.authSessions.close();
-    context.oauthLogins.close();
+    await context.oauthLogins.close();
   });
   app.addHook("onSend", async (_request, reply) => {
     if (closing) reply.header("connection", "close");

@@ -30,6 +30,7 @@ import { BrowserSessionService } from "./services/browser-sessions.ts";
 import { ChangeNotices } from "./services/change-notices.ts";
 import { ConnectionService } from "./services/connections.ts";
 import { CredentialService } from "./services/credentials.ts";
+import { DevicePollLeases } from "./services/device-poll-leases.ts";
 import { IdentityRegistry } from "./services/identity-registry.ts";
 import { OAuthEndpointResolver } from "./services/oauth-endpoints.ts";
 import { OAuthLoginService } from "./services/oauth-login.ts";
@@ -102,6 +103,7 @@ export async function startDaemon(options: DaemonStartOptions): Promise<RunningD
     const context = await createContext(store, runtimeState, options, env);
     const app = await buildApp(context, { logger: options.logger });
     await listen(app, config);
+    context.oauthLogins.startTakeover((name) => context.providers.get(name));
     const address = app.server.address();
     const port = typeof address === "object" && address ? address.port : config.port;
     const host = config.host.includes(":") ? `[${config.host}]` : config.host;
@@ -113,7 +115,7 @@ export async function startDaemon(options: DaemonStartOptions): Promise<RunningD
       async close() {
         await app.close();
         context.authSessions.close();
-        context.oauthLogins.close();
+        await context.oauthLogins.close();
         await context.audit.close();
         await runtimeState?.close();
         await store.close();
@@ -159,6 +161,14 @@ async function createContext(
   const authSessions = new AuthSessionService(runtimeState, now);
   await authSessions.start();
   const oauthEndpoints = new OAuthEndpointResolver(now);
+  const oauthLogins = new OAuthLoginService(
+    authSessions,
+    connections,
+    oauthEndpoints,
+    audit,
+    new DevicePollLeases(runtimeState),
+    now,
+  );
   const oauthTokens = new OAuthTokenService(runtimeState, connections, oauthEndpoints, audit, now);
   return {
     config: options.config,
@@ -180,7 +190,7 @@ async function createContext(
     connections,
     credentials: new CredentialService(providers, connections, oauthTokens, now),
     authSessions,
-    oauthLogins: new OAuthLoginService(authSessions, connections, oauthEndpoints, audit, now),
+    oauthLogins,
     oauthTokens,
     audit,
     browserSessions: new BrowserSessionService(store.db, now),

@@ -39,6 +39,9 @@ afterAll(async () => {
 
 let counter = 0;
 const fresh = (prefix: string) => `${prefix}${++counter}`;
+/** A session that will not change any more. */
+const finished = (session: AuthSession) =>
+  !["pending", "waiting_for_user", "processing"].includes(session.status);
 /** Alternates between the two replicas, request by request. */
 const roundRobin = () => {
   let next = 0;
@@ -91,7 +94,7 @@ describe("replicas on PostgreSQL and Redis", () => {
     ]);
 
     // A's long poll learns of it, and both replicas resolve the stored token.
-    const done = await waitForSession(a.client, session, (current) => current.status !== "waiting_for_user");
+    const done = await waitForSession(a.client, session, finished);
     expect(done.status).toBe("completed");
     const fromA = await a.client.post<ResolvedCredential>("/api/credentials/resolve", { provider: name });
     const fromB = await b.client.post<ResolvedCredential>("/api/credentials/resolve", { provider: name });
@@ -114,7 +117,7 @@ describe("replicas on PostgreSQL and Redis", () => {
     const woken = await polled;
     expect(["processing", "completed"]).toContain(woken.status);
     expect(Date.now() - started).toBeLessThan(5_000);
-    const done = await waitForSession(a.client, woken, (current) => current.status !== "processing");
+    const done = await waitForSession(a.client, woken, finished);
     expect(done.status).toBe("completed");
   });
 
@@ -233,6 +236,26 @@ describe("replicas on PostgreSQL and Redis", () => {
       new Set([`Bearer ${token(after)}`]),
     );
   });
+
+  it("finishes on another replica a device login whose polling replica was killed", async () => {
+    const victim = await set.addReplica("device-victim");
+    const name = fresh("device");
+    const client = await server.addClient({ token_endpoint_auth_method: "none" });
+    await victim.client.post(
+      "/api/providers",
+      oauthProvider(name, server, "device_code", { client_id: client.client_id }),
+    );
+    const session = await victim.client.post<AuthSession>("/api/auth/sessions", { provider: name });
+    expect(session).toMatchObject({ status: "waiting_for_user", waiting_for: "device_code" });
+    await victim.stop("SIGKILL");
+
+    // The person enters the code after the replica that polled for it died.
+    await server.browser.approveDevice(session.device!.verification_uri, session.device!.user_code);
+    const done = await waitForSession(b.client, session, finished, 40_000);
+    expect(done.status).toBe("completed");
+    const resolved = await a.client.post<ResolvedCredential>("/api/credentials/resolve", { provider: name });
+    expect(resolved.header_value).toMatch(/^Bearer \S+$/);
+  }, 60_000);
 
   it("loses no committed connection or audit event when a replica is killed mid-traffic", async () => {
     const victim = await set.addReplica("victim");

@@ -204,11 +204,17 @@ export class AuthSessionService {
 
   /** Refreshes `session` in place with what is stored now; false when it is gone. */
   async reload(session: AuthSessionState): Promise<boolean> {
+    const stored = await this.byId(session.id);
+    if (stored) become(session, stored);
+    return stored !== undefined;
+  }
+
+  /** The session, for the daemon's own work (a device poller taking over); undefined when gone. */
+  async byId(id: string): Promise<AuthSessionState | undefined> {
     try {
-      become(session, await this.#lookup(session.id));
-      return true;
+      return await this.#lookup(id);
     } catch (error) {
-      if (error instanceof NotFoundError) return false;
+      if (error instanceof NotFoundError) return undefined;
       throw error;
     }
   }

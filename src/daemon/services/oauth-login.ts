@@ -22,6 +22,7 @@ import { newPkcePair, newState } from "../../flows/oauth/pkce.ts";
 import type { OAuthFlow, Provider } from "../../providers/schema.ts";
 import type { AuthSessionService, AuthSessionState, OAuthSessionState } from "./auth-sessions.ts";
 import type { ConnectionRecord, ConnectionService, StoredClientCredentials } from "./connections.ts";
+import { type DevicePollLeases, leaseMs } from "./device-poll-leases.ts";
 import type { OAuthEndpointResolver } from "./oauth-endpoints.ts";
 import { clientFromStore, credentialFrom } from "./oauth-tokens.ts";
 
@@ -31,6 +32,8 @@ export const OAUTH_CALLBACK_PATH = "/auth/callback/oauth";
 const SLOW_DOWN_STEP_S = 5;
 /** Consecutive unreachable polls after which a device login gives up. */
 const MAX_POLL_FAILURES = 5;
+/** How often a replica looks for device logins whose poller (another replica) stopped. */
+const TAKEOVER_SWEEP_MS = 2_000;
 
 /** What a browser brought back to the callback. */
 export interface CallbackParams {
@@ -52,7 +55,8 @@ function refusal(provider: Provider, error: unknown): SvcError {
 
 /**
  * Runs the OAuth logins of auth sessions: PKCE and DCR + PKCE (browser, then the callback) and
- * the device code flow (a poller per session). Sessions hold all state, in memory.
+ * the device code flow (a poller per session, on the replica that holds the session's lease;
+ * another replica takes over the logins of one that stopped). Sessions hold all state.
  */
 export class OAuthLoginService {
   readonly #sessions: AuthSessionService;
@@ -60,7 +64,10 @@ export class OAuthLoginService {
   readonly #endpoints: OAuthEndpointResolver;
   readonly #audit: AuditLog;
   readonly #now: () => Date;
+  readonly #leases: DevicePollLeases;
   readonly #pollers = new Set<NodeJS.Timeout>();
+  #sweeper: NodeJS.Timeout | undefined;
+  #closing: Promise<void> | undefined;
   #closed = false;
 
   constructor(
@@ -68,13 +75,37 @@ export class OAuthLoginService {
     connections: ConnectionService,
     endpoints: OAuthEndpointResolver,
     audit: AuditLog,
+    leases: DevicePollLeases,
     now: () => Date,
   ) {
+    this.#leases = leases;
     this.#sessions = sessions;
     this.#connections = connections;
     this.#endpoints = endpoints;
     this.#audit = audit;
     this.#now = now;
+  }
+
+  /** Starts looking for device logins left by a replica that stopped, and polls them from here. */
+  startTakeover(providerOf: (name: string) => Provider): void {
+    this.#sweeper = setInterval(() => {
+      this.#takeOver(providerOf).catch(() => undefined);
+    }, TAKEOVER_SWEEP_MS);
+    this.#sweeper.unref();
+  }
+
+  async #takeOver(providerOf: (name: string) => Provider): Promise<void> {
+    for (const id of await this.#leases.orphans()) {
+      if (this.#closed) return;
+      if (!(await this.#leases.claim(id, leaseMs(0)))) continue;
+      const session = await this.#sessions.byId(id);
+      // A finished session waits for nothing: only an open device login is polled.
+      if (session?.waitingFor !== "device_code") {
+        await this.#leases.release(id);
+        continue;
+      }
+      this.#schedulePoll(session, providerOf(session.provider), 0);
+    }
   }
 
   /** Prepares a new session: the endpoints, a client (or a request for one), then the flow's first step. */
@@ -221,7 +252,12 @@ export class OAuthLoginService {
         // The provider decides how long a device code lives (no cap of ours).
         next.expiresAt = expiresAt;
       });
-      if (this.#sessions.isOpen(session)) this.#schedulePoll(session, provider, 0);
+      if (
+        this.#sessions.isOpen(session) &&
+        (await this.#leases.claim(session.id, leaseMs(device.interval)))
+      ) {
+        this.#schedulePoll(session, provider, 0);
+      }
       return;
     }
     const pkce = provider.oauth?.pkce === false ? undefined : newPkcePair();
@@ -311,7 +347,12 @@ export class OAuthLoginService {
   async #poll(session: AuthSessionState, provider: Provider, failures: number): Promise<void> {
     if (this.#closed) return;
     try {
-      if (!(await this.#sessions.reload(session)) || !this.#sessions.isOpen(session)) return;
+      // Another replica took the login over (this one stalled past its lease): it polls now.
+      if (!(await this.#leases.renew(session.id, leaseMs(session.oauth!.device!.interval)))) return;
+      if (!(await this.#sessions.reload(session)) || !this.#sessions.isOpen(session)) {
+        await this.#leases.release(session.id);
+        return;
+      }
     } catch (error) {
       // The shared state is unreachable: try again later, as for an unreachable provider.
       if (failures + 1 < MAX_POLL_FAILURES) this.#schedulePoll(session, provider, failures + 1);
@@ -346,17 +387,17 @@ export class OAuthLoginService {
       } else {
         await this.#fail(session, provider, error);
       }
+      if (!this.#sessions.isOpen(session)) await this.#leases.release(session.id);
       return;
     }
     try {
       await this.#sessions.processing(session, "device_code");
-    } catch {
-      return; // cancelled or ended elsewhere meanwhile
-    }
-    try {
       await this.#finish(session, provider, tokens);
     } catch (error) {
+      // Cancelled or ended elsewhere meanwhile, the failure is already recorded; else record it.
       await this.#fail(session, provider, error);
+    } finally {
+      await this.#leases.release(session.id).catch(() => undefined);
     }
   }
 
@@ -430,9 +471,15 @@ export class OAuthLoginService {
   }
 
   /** Stops every device poller (the daemon is closing). */
-  close(): void {
-    this.#closed = true;
-    for (const timer of this.#pollers) clearTimeout(timer);
-    this.#pollers.clear();
+  close(): Promise<void> {
+    this.#closing ??= (async () => {
+      this.#closed = true;
+      clearInterval(this.#sweeper);
+      for (const timer of this.#pollers) clearTimeout(timer);
+      this.#pollers.clear();
+      // Another replica picks these logins up at once instead of waiting for the leases to run out.
+      await this.#leases.releaseAll().catch(() => undefined);
+    })();
+    return this.#closing;
   }
 }
