@@ -12,6 +12,8 @@ afterAll(async () => {
 interface Replicas {
   a: AuthSessionService;
   b: AuthSessionService;
+  /** Another service on the same state whose clock reads `now` (a replica at a later moment). */
+  at(now: () => Date): Promise<AuthSessionService>;
   /** Forgets everything the state held (a restart of the daemon, or of Redis), and opens a new service. */
   reset(): Promise<AuthSessionService>;
   close(): Promise<void>;
@@ -27,6 +29,7 @@ const kinds: Array<[string, () => Promise<Replicas>]> = [
       return {
         a: service,
         b: service,
+        at: (now) => started(state, now),
         reset: () => started(new MemoryRuntimeState()),
         close: () => state.close(),
       };
@@ -46,6 +49,11 @@ const kinds: Array<[string, () => Promise<Replicas>]> = [
       return {
         a: await open(),
         b: await open(),
+        at: async (now) => {
+          const state = await openRuntimeState(fixture.env);
+          states.push(state);
+          return started(state, now);
+        },
         reset: async () => {
           await fixture.dispose();
           return open();
@@ -58,8 +66,8 @@ const kinds: Array<[string, () => Promise<Replicas>]> = [
   ],
 ];
 
-async function started(state: RuntimeState): Promise<AuthSessionService> {
-  const service = new AuthSessionService(state, () => new Date());
+async function started(state: RuntimeState, now: () => Date = () => new Date()): Promise<AuthSessionService> {
+  const service = new AuthSessionService(state, now);
   await service.start();
   return service;
 }
@@ -148,6 +156,22 @@ describe.each(kinds)("AuthSessionService (%s)", (kind, open) => {
       expect(a.isOpen(session)).toBe(false);
       expect(await a.fail(session, new InvalidInputError("too late"))).toBe(false);
       expect((await a.forOwner(session.id, owner.handle)).error?.message).toBe("the login was cancelled");
+    } finally {
+      await close();
+    }
+  });
+
+  it("expires a session nobody finished in time, for whichever replica reads it next", async () => {
+    const { a, at, close } = await open();
+    try {
+      const session = await create(a);
+      await a.waitFor(session, "api_key");
+      const later = await at(() => new Date(Date.now() + 11 * 60_000));
+      const expired = await later.forOwner(session.id, owner.handle);
+      expect(expired).toMatchObject({ status: "expired", error: { error: "InputCancelledError" } });
+      expect(expired.waitingFor).toBeUndefined();
+      await expect(later.processing(expired, "api_key")).rejects.toThrow(/not completed in time/);
+      expect((await a.forOwner(session.id, owner.handle)).status).toBe("expired");
     } finally {
       await close();
     }
