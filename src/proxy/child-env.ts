@@ -41,7 +41,7 @@ const MIN_SECRET_LENGTH = 8;
 export interface ChildEnvironmentOptions {
   /** The environment to start from (normally process.env); not modified. */
   base: NodeJS.ProcessEnv;
-  /** The proxy's URL, e.g. `http://127.0.0.1:41234`. */
+  /** The proxy's URL with its credential, e.g. `http://svc:<token>@127.0.0.1:41234`. */
   proxyUrl: string;
   /** A PEM bundle with the svc CA and the public roots. */
   caBundlePath: string;

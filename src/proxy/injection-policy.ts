@@ -10,6 +10,8 @@ import { CredentialResolver, resolveRequestFor } from "../client/credential-reso
 import type { DaemonClient } from "../client/daemon-client.ts";
 import { ProviderRoutes } from "../client/provider-routes.ts";
 import { DaemonUnavailableError, SvcError } from "../core/errors.ts";
+import { PLACEHOLDER } from "./scrub.ts";
+import { secretForms } from "./secret-forms.ts";
 import type { InterceptedRequest, Outcome, ProxyPolicy, RequestPlan } from "./server.ts";
 
 export interface InjectionPolicyOptions {
@@ -22,11 +24,36 @@ export interface InjectionPolicyOptions {
   now?: () => Date;
 }
 
-/** The raw secret inside a header value (`Bearer <token>` → `<token>`), to scrub both forms. */
+/**
+ * What the child must never see: the header value, and the raw secret inside it (`Bearer <token>`
+ * → `<token>`) in every form an upstream might echo it (base64, percent-encoded).
+ */
 function secretsOf(credential: ResolvedCredential): string[] {
   const value = credential.header_value;
   const space = value.indexOf(" ");
-  return space > 0 ? [value, value.slice(space + 1)] : [value];
+  return [value, ...secretForms(space > 0 ? value.slice(space + 1) : value)];
+}
+
+/**
+ * Headers other than the credential's own that carry the placeholder: an SDK configured with
+ * placeholders may send one beside the injected header (the Anthropic SDK sends
+ * `Authorization: Bearer svc-proxy-managed` next to `x-api-key`); the upstream must not see it.
+ */
+function placeholderHeaders(headers: InterceptedRequest["headers"], credentialHeader: string): string[] {
+  const own = credentialHeader.toLowerCase();
+  return Object.entries(headers)
+    .filter(([name, value]) => name !== own && value !== undefined && String(value).includes(PLACEHOLDER))
+    .map(([name]) => name);
+}
+
+/** The URL a request inside a tunnel asks for: its CONNECT authority and its origin-form path. */
+function requestUrl(request: InterceptedRequest): URL {
+  const hostPart = isIPv6(request.host) ? `[${request.host}]` : request.host;
+  const authority = request.port === 443 ? hostPart : `${hostPart}:${request.port}`;
+  return new URL(
+    request.path.startsWith("/") ? `https://${authority}${request.path}` : "/",
+    `https://${authority}`,
+  );
 }
 
 function refusal(status: number, message: string): RequestPlan {
@@ -80,12 +107,7 @@ export class InjectionPolicy implements ProxyPolicy {
 
   async plan(request: InterceptedRequest): Promise<RequestPlan> {
     this.#routes.refreshIfStale();
-    const hostPart = isIPv6(request.host) ? `[${request.host}]` : request.host;
-    const authority = request.port === 443 ? hostPart : `${hostPart}:${request.port}`;
-    const url = new URL(
-      request.path.startsWith("/") ? `https://${authority}${request.path}` : "/",
-      `https://${authority}`,
-    );
+    const url = requestUrl(request);
     const audit =
       (provider: string | null, connection: string | null, decision: string) => (outcome: Outcome) =>
         this.#record(request, url, provider, connection, decision, outcome);
@@ -125,14 +147,24 @@ export class InjectionPolicy implements ProxyPolicy {
             done: audit(provider, connection ?? null, error.errorName),
           };
         }
+        const removeHeaders = placeholderHeaders(request.headers, credential.header_name);
         return {
           kind: "forward",
           setHeaders: { [credential.header_name]: credential.header_value },
+          ...(removeHeaders.length > 0 ? { removeHeaders } : {}),
           secrets: secretsOf(credential),
           done: audit(credential.provider, credential.connection, "injected"),
         };
       }
     }
+  }
+
+  misdirected(request: InterceptedRequest, reason: string): void {
+    this.#record(request, requestUrl(request), null, null, "misdirected", {
+      status: 421,
+      error: reason,
+      durationMs: 0,
+    });
   }
 
   #record(

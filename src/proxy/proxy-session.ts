@@ -10,6 +10,7 @@ import { writeCaBundle } from "./ca-bundle.ts";
 import { connectTarget, parseConnectTo } from "./connect-to.ts";
 import { InjectionPolicy } from "./injection-policy.ts";
 import { LeafCertificates } from "./leaf-certs.ts";
+import { ProxyCredential } from "./proxy-credential.ts";
 import { ProxyServer } from "./server.ts";
 
 export interface ProxySessionOptions {
@@ -22,7 +23,10 @@ export interface ProxySessionOptions {
 }
 
 export interface ProxySession {
+  /** Where the proxy listens, without its credential (safe to log). */
   url: string;
+  /** The proxy URL for the child's HTTP(S)_PROXY: with the credential only the child receives. */
+  childProxyUrl: string;
   caBundlePath: string;
   /** Environment variables the connected providers declare (they get the placeholder). */
   placeholders: string[];
@@ -46,8 +50,10 @@ export async function startProxySession(options: ProxySessionOptions): Promise<P
     audit: (event) => shipper.push(event),
   });
   const routes = await policy.load();
+  const credential = new ProxyCredential();
   const server = new ProxyServer({
     policy,
+    credential,
     certificates: new LeafCertificates(ca),
     connectTo: (host, port) => connectTarget(rules, host, port),
   });
@@ -55,6 +61,7 @@ export async function startProxySession(options: ProxySessionOptions): Promise<P
   const placeholders = [...new Set(routes.filter((r) => r.connections.length > 0).flatMap((r) => r.env))];
   return {
     url,
+    childProxyUrl: credential.embedIn(url),
     caBundlePath,
     placeholders,
     async close() {

@@ -9,7 +9,9 @@ import https from "node:https";
 import net from "node:net";
 import type { Duplex, Readable } from "node:stream";
 import tls from "node:tls";
+import { PROXY_AUTHENTICATE, type ProxyCredential } from "./proxy-credential.ts";
 import { pump } from "./pump.ts";
+import { parseAuthority, pinRequestTarget } from "./request-target.ts";
 import { scrubbedBody, scrubHeaders } from "./scrub.ts";
 import { UpgradeResponseScrubber } from "./upgrade-scrub.ts";
 
@@ -41,6 +43,8 @@ export type RequestPlan =
       kind: "forward";
       /** Headers to set, replacing any the client sent under the same name. */
       setHeaders?: Record<string, string>;
+      /** Headers the client sent that must not go upstream (lower case). */
+      removeHeaders?: readonly string[];
       /** Values the client must never see: replaced in response headers and bodies. */
       secrets?: readonly string[];
       done?: (outcome: Outcome) => void;
@@ -52,6 +56,8 @@ export interface ProxyPolicy {
   intercept(host: string, port: number): boolean;
   /** What to do with one intercepted request (or WebSocket handshake). */
   plan(request: InterceptedRequest): Promise<RequestPlan>;
+  /** A request inside a tunnel named another host than its CONNECT: answered 421, never forwarded. */
+  misdirected(request: InterceptedRequest, reason: string): void;
 }
 
 export interface CertificateSource {
@@ -60,6 +66,8 @@ export interface CertificateSource {
 
 export interface ProxyServerOptions {
   policy: ProxyPolicy;
+  /** What CONNECT and absolute-form requests must carry in Proxy-Authorization (407 otherwise). */
+  credential: ProxyCredential;
   certificates: CertificateSource;
   /** Where to really connect for a host and port (SVC_PROXY_CONNECT_TO); identity by default. */
   connectTo?: (host: string, port: number) => Target;
@@ -83,7 +91,7 @@ const SCRUBBABLE_ENCODINGS = "gzip, deflate, br";
 
 function forwardableHeaders(
   headers: http.IncomingHttpHeaders,
-  set: Record<string, string> | undefined,
+  plan: { setHeaders?: Record<string, string>; removeHeaders?: readonly string[] } = {},
 ): http.OutgoingHttpHeaders {
   const out: http.OutgoingHttpHeaders = {};
   const listed = new Set(
@@ -91,28 +99,39 @@ function forwardableHeaders(
       .split(",")
       .map((name) => name.trim().toLowerCase()),
   );
+  for (const name of plan.removeHeaders ?? []) listed.add(name);
   for (const [name, value] of Object.entries(headers)) {
     if (value === undefined || HOP_BY_HOP.has(name) || listed.has(name)) continue;
     out[name] = value;
   }
-  for (const [name, value] of Object.entries(set ?? {})) out[name.toLowerCase()] = value;
+  for (const [name, value] of Object.entries(plan.setHeaders ?? {})) out[name.toLowerCase()] = value;
   return out;
-}
-
-function parseAuthority(authority: string, defaultPort: number): Target | undefined {
-  const match = /^(?:\[([^\]]+)\]|([^:]+))(?::(\d{1,5}))?$/.exec(authority);
-  if (!match) return undefined;
-  const port = match[3] ? Number(match[3]) : defaultPort;
-  if (port < 1 || port > 65_535) return undefined;
-  return { host: (match[1] ?? match[2]!).toLowerCase(), port };
 }
 
 function proxyError(message: string): string {
   return `${JSON.stringify({ error: "svc_proxy", message })}\n`;
 }
 
+/** A complete HTTP/1.1 response with a JSON error body, for a socket that is not (yet) HTTP-served. */
+function rawErrorResponse(status: number, message: string, extraHeaders: string[] = []): string {
+  const body = proxyError(message);
+  return [
+    `HTTP/1.1 ${status} ${http.STATUS_CODES[status] ?? ""}`,
+    "content-type: application/json",
+    `content-length: ${Buffer.byteLength(body)}`,
+    "connection: close",
+    ...extraHeaders,
+    "",
+    body,
+  ].join("\r\n");
+}
+
+const PROXY_AUTH_REQUIRED =
+  "svc proxy: this proxy serves only the command svc run started (Proxy-Authorization)";
+
 export class ProxyServer {
   readonly #policy: ProxyPolicy;
+  readonly #credential: ProxyCredential;
   readonly #certificates: CertificateSource;
   readonly #connectTo: (host: string, port: number) => Target;
   readonly #outer: http.Server;
@@ -124,10 +143,13 @@ export class ProxyServer {
 
   constructor(options: ProxyServerOptions) {
     this.#policy = options.policy;
+    this.#credential = options.credential;
     this.#certificates = options.certificates;
     this.#connectTo = options.connectTo ?? ((host, port) => ({ host, port }));
     this.#outer = http.createServer((request, response) => this.#plainHttp(request, response));
     this.#outer.on("connect", (request, socket, head) => {
+      // The server stops watching a CONNECT's socket: a client resetting it must not crash svc run.
+      socket.on("error", () => socket.destroy());
       this.#connect(request, socket as net.Socket, head).catch(() => socket.destroy());
     });
     this.#outer.on("connection", (socket: net.Socket) => this.#track(socket));
@@ -167,6 +189,10 @@ export class ProxyServer {
   }
 
   async #connect(request: http.IncomingMessage, socket: net.Socket, head: Buffer): Promise<void> {
+    if (!this.#credential.accepts(request.headers["proxy-authorization"])) {
+      socket.end(rawErrorResponse(407, PROXY_AUTH_REQUIRED, [`proxy-authenticate: ${PROXY_AUTHENTICATE}`]));
+      return;
+    }
     const target = parseAuthority(request.url ?? "", 443);
     if (!target) {
       socket.end("HTTP/1.1 400 Bad Request\r\n\r\n");
@@ -217,23 +243,40 @@ export class ProxyServer {
     upstream.once("close", () => socket.destroy());
   }
 
-  #describe(request: http.IncomingMessage): InterceptedRequest {
+  /** The request as the policy sees it, pinned to its tunnel's CONNECT authority. */
+  #describe(request: http.IncomingMessage): { described: InterceptedRequest; misdirected?: string } {
     const target = this.#targets.get(request.socket as net.Socket);
     if (!target) throw new Error("intercepted request without a CONNECT target");
-    return {
+    const pinned = pinRequestTarget(request.url ?? "/", request.rawHeaders, target);
+    const described = {
       method: request.method ?? "GET",
       host: target.host,
       port: target.port,
-      path: request.url ?? "/",
+      path: "path" in pinned ? pinned.path : "/",
       headers: request.headers,
     };
+    return "misdirected" in pinned ? { described, misdirected: pinned.misdirected } : { described };
   }
 
-  /** Describes an intercepted request, asks the policy, and times it for the plan's `done`. */
+  /**
+   * Describes an intercepted request, asks the policy, and times it for the plan's `done`. A
+   * misdirected request is answered 421 without asking the policy for a credential.
+   */
   async #plan(request: http.IncomingMessage) {
     const started = performance.now();
-    const described = this.#describe(request);
-    const plan = await this.#policy.plan(described);
+    const { described, misdirected } = this.#describe(request);
+    let plan: RequestPlan;
+    if (misdirected === undefined) plan = await this.#policy.plan(described);
+    else {
+      this.#policy.misdirected(described, misdirected);
+      plan = {
+        kind: "respond",
+        status: 421,
+        body: proxyError(
+          `svc proxy: this connection was opened for ${described.host}:${described.port}; ${misdirected}`,
+        ),
+      };
+    }
     const finish = (outcome: Omit<Outcome, "durationMs">) =>
       plan.done?.({ ...outcome, durationMs: Math.round(performance.now() - started) });
     return { described, plan, finish };
@@ -266,10 +309,13 @@ export class ProxyServer {
       method: described.method,
       path: described.path,
       headers: forwardableHeaders(request.headers, {
-        ...(plan.secrets?.length && request.headers["accept-encoding"]
-          ? { "accept-encoding": SCRUBBABLE_ENCODINGS }
-          : {}),
-        ...plan.setHeaders,
+        setHeaders: {
+          ...(plan.secrets?.length && request.headers["accept-encoding"]
+            ? { "accept-encoding": SCRUBBABLE_ENCODINGS }
+            : {}),
+          ...plan.setHeaders,
+        },
+        ...(plan.removeHeaders ? { removeHeaders: plan.removeHeaders } : {}),
       }),
       agent: this.#agent,
     });
@@ -339,9 +385,9 @@ export class ProxyServer {
       ALPNProtocols: ["http/1.1"],
     });
     const headers: Record<string, string | string[]> = {};
+    const removed = new Set(["proxy-authorization", "proxy-connection", ...(plan.removeHeaders ?? [])]);
     for (const [name, value] of Object.entries(request.headers)) {
-      if (value !== undefined && name !== "proxy-authorization" && name !== "proxy-connection")
-        headers[name] = value;
+      if (value !== undefined && !removed.has(name)) headers[name] = value;
     }
     for (const [name, value] of Object.entries(plan.setHeaders ?? {})) headers[name.toLowerCase()] = value;
     const secrets = plan.secrets ?? [];
@@ -369,9 +415,7 @@ export class ProxyServer {
     });
     upstream.on("error", (error) => {
       if (!connected) {
-        socket.end(
-          `HTTP/1.1 502 Bad Gateway\r\ncontent-type: application/json\r\nconnection: close\r\n\r\n${proxyError(error.message)}`,
-        );
+        socket.end(rawErrorResponse(502, error.message));
         finish({ status: 502, error: error.message });
       } else socket.destroy();
     });
@@ -381,6 +425,16 @@ export class ProxyServer {
 
   /** Plain-HTTP proxy requests are forwarded untouched: credentials never go over plain HTTP. */
   #plainHttp(request: http.IncomingMessage, response: http.ServerResponse): void {
+    if (!this.#credential.accepts(request.headers["proxy-authorization"])) {
+      request.resume();
+      response.writeHead(407, {
+        "content-type": "application/json",
+        "proxy-authenticate": PROXY_AUTHENTICATE,
+        connection: "close",
+      });
+      response.end(proxyError(PROXY_AUTH_REQUIRED));
+      return;
+    }
     let url: URL;
     try {
       url = new URL(request.url ?? "");
@@ -400,7 +454,7 @@ export class ProxyServer {
       port: real.port,
       method: request.method,
       path: `${url.pathname}${url.search}`,
-      headers: forwardableHeaders(request.headers, undefined),
+      headers: forwardableHeaders(request.headers),
     });
     upstream.on("response", (upstreamResponse) => {
       const headers = { ...upstreamResponse.headers };

@@ -187,8 +187,10 @@ describe("svc run: injection, placeholders, scrubbing, tunnelling, audit", () =>
       GH_TOKEN: PLACEHOLDER,
       NODE_USE_ENV_PROXY: "1",
     });
-    for (const name of ["HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"])
-      expect(env[name]).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    // The proxy's credential travels in the URL: only this child can use the proxy.
+    const proxyUrl = env.HTTPS_PROXY!;
+    expect(proxyUrl).toMatch(/^http:\/\/svc:[A-Za-z0-9_-]{43}@127\.0\.0\.1:\d+$/);
+    for (const name of ["https_proxy", "HTTP_PROXY", "http_proxy"]) expect(env[name]).toBe(proxyUrl);
     for (const name of ["SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "NODE_EXTRA_CA_CERTS"])
       expect(env[name]).toBe(join(sandbox.home, "proxy", "ca-bundle.pem"));
     expect(env.ALL_PROXY).toBeUndefined();
@@ -239,9 +241,10 @@ describe("svc run: injection, placeholders, scrubbing, tunnelling, audit", () =>
         `
 import base64, http.client, os, ssl, sys, urllib.parse
 proxy = urllib.parse.urlparse(os.environ["HTTPS_PROXY"])
+credential = base64.b64encode(f"{proxy.username}:{proxy.password}".encode()).decode()
 for host in sys.argv[1:]:
     connection = http.client.HTTPSConnection(proxy.hostname, proxy.port, context=ssl.create_default_context())
-    connection.set_tunnel(host, 443)
+    connection.set_tunnel(host, 443, headers={"Proxy-Authorization": f"Basic {credential}"})
     connection.request("GET", "/echo?t=${tag}")
     response = connection.getresponse()
     response.read()

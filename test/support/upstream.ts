@@ -37,6 +37,8 @@ export interface Upstream {
 /**
  * A local HTTPS API with its own test CA that answers for any host name (SNI):
  * `/echo` returns the request headers as JSON, `/echo-header` repeats Authorization in a response
+ * header, `/echo-encoded` returns the credential (Authorization without its scheme, or x-api-key)
+ * base64-, base64url- and percent-encoded and inside a Basic credential, as JSON and in a response
  * header, `/echo-gzip` is `/echo` gzip-encoded, `/status/<code>`, `/bytes?mb=N` streams N MiB,
  * `/upload` answers the byte count and SHA-256 of the request body, `/redirect?to=URL&status=S`
  * redirects to URL (status 302 unless given), `/sse?n=N&ms=M` streams N
@@ -80,6 +82,21 @@ export async function startUpstream(): Promise<Upstream> {
       } else if (url.pathname === "/echo-header") {
         response.writeHead(200, { "x-echo-authorization": String(request.headers.authorization ?? "") });
         response.end("ok");
+      } else if (url.pathname === "/echo-encoded") {
+        const header = String(request.headers.authorization ?? request.headers["x-api-key"] ?? "");
+        const credential = header.replace(/^\S+ /, "");
+        const encoded = {
+          base64: Buffer.from(credential).toString("base64"),
+          base64url: Buffer.from(credential).toString("base64url"),
+          basic: Buffer.from(`user:${credential}`).toString("base64"),
+          percent: encodeURIComponent(credential),
+          header_base64: Buffer.from(header).toString("base64"),
+        };
+        response.writeHead(200, {
+          "content-type": "application/json",
+          "x-echo-basic": `Basic ${encoded.basic}`,
+        });
+        response.end(JSON.stringify(encoded));
       } else if (url.pathname === "/echo-gzip") {
         response.writeHead(200, { "content-type": "application/json", "content-encoding": "gzip" });
         response.end(gzipSync(echo));

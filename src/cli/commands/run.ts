@@ -50,7 +50,7 @@ export async function runRun(context: CliContext, argv: string[], options: RunOp
   context.log.debug("proxy listening", { url: session.url });
   const { env } = childEnvironment({
     base: context.io.env,
-    proxyUrl: session.url,
+    proxyUrl: session.childProxyUrl,
     caBundlePath: session.caBundlePath,
     placeholders: session.placeholders,
   });
