@@ -28,9 +28,9 @@ describe("pinRequestTarget", () => {
     expect(pinRequestTarget("/", [...host("api.openai.com"), ...host("evil.test")], OPENAI)).toEqual({
       misdirected: "expected one Host header, got 2",
     });
-    expect(pinRequestTarget("/", [...host("api.openai.com"), ...host("api.openai.com")], OPENAI)).toHaveProperty(
-      "misdirected",
-    );
+    expect(
+      pinRequestTarget("/", [...host("api.openai.com"), ...host("api.openai.com")], OPENAI),
+    ).toHaveProperty("misdirected");
     expect(pinRequestTarget("/", ["Accept", "*/*"], OPENAI)).toHaveProperty("misdirected");
   });
 
