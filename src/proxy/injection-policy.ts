@@ -56,8 +56,8 @@ function requestUrl(request: InterceptedRequest): URL {
   );
 }
 
-function refusal(status: number, message: string): RequestPlan {
-  return { kind: "respond", status, body: `${JSON.stringify({ error: "svc_proxy", message })}\n` };
+function refusal(status: number, code: string, message: string): RequestPlan {
+  return { kind: "respond", failure: { status, code, message } };
 }
 
 /** The HTTP status the child sees when a credential cannot be resolved. */
@@ -125,6 +125,7 @@ export class InjectionPolicy implements ProxyPolicy {
         return {
           ...refusal(
             403,
+            "ConnectionNotFoundError",
             `svc: ${url.origin}${url.pathname} belongs to ${decision.providers.join(" or ")}, which has no connection; run \`${logins}\``,
           ),
           done: audit(provider, null, "denied"),
@@ -143,7 +144,7 @@ export class InjectionPolicy implements ProxyPolicy {
               ? `svc: the credential for ${provider} could not be fetched: ${error.message}`
               : `svc: ${error.message}`;
           return {
-            ...refusal(statusFor(error), message),
+            ...refusal(statusFor(error), error.errorName, message),
             done: audit(provider, connection ?? null, error.errorName),
           };
         }

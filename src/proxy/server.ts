@@ -10,6 +10,7 @@ import net from "node:net";
 import type { Duplex, Readable } from "node:stream";
 import tls from "node:tls";
 import { PROXY_AUTHENTICATE, type ProxyCredential } from "./proxy-credential.ts";
+import { type ProxyFailure, rawProxyError, upstreamFailure, writeProxyError } from "./proxy-errors.ts";
 import { pump } from "./pump.ts";
 import { parseAuthority, pinRequestTarget } from "./request-target.ts";
 import { scrubbedBody, scrubHeaders } from "./scrub.ts";
@@ -49,7 +50,7 @@ export type RequestPlan =
       secrets?: readonly string[];
       done?: (outcome: Outcome) => void;
     }
-  | { kind: "respond"; status: number; body: string; done?: (outcome: Outcome) => void };
+  | { kind: "respond"; failure: ProxyFailure; done?: (outcome: Outcome) => void };
 
 export interface ProxyPolicy {
   /** Whether CONNECTs to this host are intercepted (else tunnelled untouched). */
@@ -108,26 +109,11 @@ function forwardableHeaders(
   return out;
 }
 
-function proxyError(message: string): string {
-  return `${JSON.stringify({ error: "svc_proxy", message })}\n`;
-}
-
-/** A complete HTTP/1.1 response with a JSON error body, for a socket that is not (yet) HTTP-served. */
-function rawErrorResponse(status: number, message: string, extraHeaders: string[] = []): string {
-  const body = proxyError(message);
-  return [
-    `HTTP/1.1 ${status} ${http.STATUS_CODES[status] ?? ""}`,
-    "content-type: application/json",
-    `content-length: ${Buffer.byteLength(body)}`,
-    "connection: close",
-    ...extraHeaders,
-    "",
-    body,
-  ].join("\r\n");
-}
-
-const PROXY_AUTH_REQUIRED =
-  "svc proxy: this proxy serves only the command svc run started (Proxy-Authorization)";
+const PROXY_AUTH_REQUIRED: ProxyFailure = {
+  status: 407,
+  code: "ProxyAuthenticationRequired",
+  message: "svc proxy: this proxy serves only the command svc run started (Proxy-Authorization)",
+};
 
 export class ProxyServer {
   readonly #policy: ProxyPolicy;
@@ -190,7 +176,7 @@ export class ProxyServer {
 
   async #connect(request: http.IncomingMessage, socket: net.Socket, head: Buffer): Promise<void> {
     if (!this.#credential.accepts(request.headers["proxy-authorization"])) {
-      socket.end(rawErrorResponse(407, PROXY_AUTH_REQUIRED, [`proxy-authenticate: ${PROXY_AUTHENTICATE}`]));
+      socket.end(rawProxyError(PROXY_AUTH_REQUIRED, [`proxy-authenticate: ${PROXY_AUTHENTICATE}`]));
       return;
     }
     const target = parseAuthority(request.url ?? "", 443);
@@ -271,10 +257,11 @@ export class ProxyServer {
       this.#policy.misdirected(described, misdirected);
       plan = {
         kind: "respond",
-        status: 421,
-        body: proxyError(
-          `svc proxy: this connection was opened for ${described.host}:${described.port}; ${misdirected}`,
-        ),
+        failure: {
+          status: 421,
+          code: "MisdirectedRequest",
+          message: `svc proxy: this connection was opened for ${described.host}:${described.port}; ${misdirected}`,
+        },
       };
     }
     const finish = (outcome: Omit<Outcome, "durationMs">) =>
@@ -296,12 +283,8 @@ export class ProxyServer {
     const { described, plan, finish } = await this.#plan(request);
     if (plan.kind === "respond") {
       request.resume();
-      response.writeHead(plan.status, {
-        "content-type": "application/json",
-        "content-length": Buffer.byteLength(plan.body),
-      });
-      response.end(plan.body);
-      finish({ status: plan.status });
+      writeProxyError(response, plan.failure);
+      finish({ status: plan.failure.status });
       return;
     }
     const upstream = https.request({
@@ -329,12 +312,7 @@ export class ProxyServer {
           // A body svc cannot decode could echo the secret unseen: refuse it rather than pass it on.
           upstreamResponse.resume();
           const message = `svc proxy cannot inspect a response encoded as "${upstreamResponse.headers["content-encoding"]}"`;
-          const refusal = proxyError(message);
-          response.writeHead(502, {
-            "content-type": "application/json",
-            "content-length": Buffer.byteLength(refusal),
-          });
-          response.end(refusal);
+          writeProxyError(response, { status: 502, code: "UnreadableResponseEncoding", message });
           finish({ status: 502, error: message });
           return;
         }
@@ -353,14 +331,7 @@ export class ProxyServer {
     });
     upstream.on("error", (error) => {
       if (!response.headersSent) {
-        const body = proxyError(
-          `svc proxy could not reach ${described.host}:${described.port}: ${error.message}`,
-        );
-        response.writeHead(502, {
-          "content-type": "application/json",
-          "content-length": Buffer.byteLength(body),
-        });
-        response.end(body);
+        writeProxyError(response, upstreamFailure(described.host, described.port, error));
         finish({ status: 502, error: error.message });
       } else {
         response.destroy(error);
@@ -374,10 +345,8 @@ export class ProxyServer {
   async #upgrade(request: http.IncomingMessage, socket: net.Socket, head: Buffer): Promise<void> {
     const { described, plan, finish } = await this.#plan(request);
     if (plan.kind === "respond") {
-      socket.end(
-        `HTTP/1.1 ${plan.status} ${http.STATUS_CODES[plan.status] ?? ""}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(plan.body)}\r\nconnection: close\r\n\r\n${plan.body}`,
-      );
-      finish({ status: plan.status });
+      socket.end(rawProxyError(plan.failure));
+      finish({ status: plan.failure.status });
       return;
     }
     const upstream = tls.connect({
@@ -415,7 +384,7 @@ export class ProxyServer {
     });
     upstream.on("error", (error) => {
       if (!connected) {
-        socket.end(rawErrorResponse(502, error.message));
+        socket.end(rawProxyError(upstreamFailure(described.host, described.port, error)));
         finish({ status: 502, error: error.message });
       } else socket.destroy();
     });
@@ -427,25 +396,29 @@ export class ProxyServer {
   #plainHttp(request: http.IncomingMessage, response: http.ServerResponse): void {
     if (!this.#credential.accepts(request.headers["proxy-authorization"])) {
       request.resume();
-      response.writeHead(407, {
-        "content-type": "application/json",
+      writeProxyError(response, PROXY_AUTH_REQUIRED, {
         "proxy-authenticate": PROXY_AUTHENTICATE,
         connection: "close",
       });
-      response.end(proxyError(PROXY_AUTH_REQUIRED));
       return;
     }
     let url: URL;
     try {
       url = new URL(request.url ?? "");
     } catch {
-      response.writeHead(400, { "content-type": "application/json" });
-      response.end(proxyError("svc proxy: expected an absolute http:// URL"));
+      writeProxyError(response, {
+        status: 400,
+        code: "InvalidInputError",
+        message: "svc proxy: expected an absolute http:// URL",
+      });
       return;
     }
     if (url.protocol !== "http:") {
-      response.writeHead(400, { "content-type": "application/json" });
-      response.end(proxyError("svc proxy: only http:// URLs are proxied directly; use CONNECT for https"));
+      writeProxyError(response, {
+        status: 400,
+        code: "InvalidInputError",
+        message: "svc proxy: only http:// URLs are proxied directly; use CONNECT for https",
+      });
       return;
     }
     const real = this.#connectTo(url.hostname.replace(/^\[|\]$/g, ""), Number(url.port || 80));
@@ -465,8 +438,7 @@ export class ProxyServer {
     upstream.on("error", (error) => {
       if (response.headersSent) response.destroy(error);
       else {
-        response.writeHead(502, { "content-type": "application/json" });
-        response.end(proxyError(`svc proxy could not reach ${url.host}: ${error.message}`));
+        writeProxyError(response, upstreamFailure(url.hostname, Number(url.port || 80), error));
       }
     });
     pump(request, upstream, () => {});

@@ -325,9 +325,10 @@ for host in sys.argv[1:]:
     const denied = expectOk(await run(["--deny-unmatched", "--", ...curl]));
     const lines = denied.stdout.trim().split("\n");
     expect(lines.at(-1)).toBe("403");
+    const message = expect.stringContaining("`svc login groq`");
     expect(JSON.parse(lines[0]!)).toEqual({
-      error: "svc_proxy",
-      message: expect.stringContaining("`svc login groq`"),
+      error: { type: "svc_proxy", code: "ConnectionNotFoundError", message },
+      message,
     });
     expect(seenWith(tag)).toEqual([]);
     // Without the flag the request goes upstream untouched.

@@ -101,9 +101,10 @@ wait();
     };
     expect(answer).toMatchObject({ status: 502, type: "application/json" });
     expect(answer.ms).toBeLessThan(5_000);
+    const message = expect.stringMatching(/^svc: the credential for openai could not be fetched: .+/);
     expect(JSON.parse(answer.body)).toEqual({
-      error: "svc_proxy",
-      message: expect.stringMatching(/^svc: the credential for openai could not be fetched: .+/),
+      error: { type: "svc_proxy", code: "DaemonUnavailableError", message },
+      message,
     });
     // Its audit event had nowhere to go, and svc says so.
     expect(result.stderr).toMatch(/\d+ audit events of this run could not be delivered to the daemon/);
