@@ -21,6 +21,8 @@ export interface InjectionPolicyOptions {
   /** Answer 403 (with the `svc login` to run) when a matched provider has no connection. */
   denyUnmatched?: boolean;
   audit?: (event: ExternalAuditEvent) => void;
+  /** Told once per provider when a request matches a provider that has no connection. */
+  notice?: (message: string) => void;
   now?: () => Date;
 }
 
@@ -81,6 +83,8 @@ export class InjectionPolicy implements ProxyPolicy {
   readonly #connections: ReadonlyMap<string, string>;
   readonly #denyUnmatched: boolean;
   readonly #audit: InjectionPolicyOptions["audit"];
+  readonly #notice: InjectionPolicyOptions["notice"];
+  readonly #noticed = new Set<string>();
   readonly #now: () => Date;
 
   constructor(options: InjectionPolicyOptions) {
@@ -89,6 +93,7 @@ export class InjectionPolicy implements ProxyPolicy {
     this.#connections = options.connections ?? new Map();
     this.#denyUnmatched = options.denyUnmatched ?? false;
     this.#audit = options.audit;
+    this.#notice = options.notice;
     this.#now = options.now ?? (() => new Date());
   }
 
@@ -120,6 +125,7 @@ export class InjectionPolicy implements ProxyPolicy {
         return { kind: "forward", done: audit(null, null, `ambiguous:${decision.providers.join(",")}`) };
       case "unconnected": {
         const provider = decision.providers[0] ?? null;
+        this.#noticeUnconnected(decision.providers, url);
         if (!this.#denyUnmatched) return { kind: "forward", done: audit(provider, null, "unconnected") };
         const logins = decision.providers.map((name) => `svc login ${name}`).join("` or `");
         return {
@@ -158,6 +164,18 @@ export class InjectionPolicy implements ProxyPolicy {
         };
       }
     }
+  }
+
+  /** The first request to an unconnected provider says what to do; later ones stay quiet. */
+  #noticeUnconnected(providers: readonly string[], url: URL): void {
+    const key = providers.join(",");
+    if (!this.#notice || this.#noticed.has(key)) return;
+    this.#noticed.add(key);
+    const logins = providers.map((name) => `svc login ${name}`).join("` or `");
+    const outcome = this.#denyUnmatched ? "refused (--deny-unmatched)" : "sent without a credential";
+    this.#notice(
+      `${providers.join(" or ")} has no connection: ${url.origin} requests are ${outcome}; run \`${logins}\``,
+    );
   }
 
   misdirected(request: InterceptedRequest, reason: string): void {

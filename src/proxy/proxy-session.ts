@@ -8,6 +8,7 @@ import { AuditShipper } from "./audit-shipper.ts";
 import { loadOrCreateCa } from "./ca.ts";
 import { writeCaBundle } from "./ca-bundle.ts";
 import { connectTarget, parseConnectTo } from "./connect-to.ts";
+import { checkConnectionOverrides } from "./connection-overrides.ts";
 import { InjectionPolicy } from "./injection-policy.ts";
 import { LeafCertificates } from "./leaf-certs.ts";
 import { ProxyCredential } from "./proxy-credential.ts";
@@ -20,6 +21,8 @@ export interface ProxySessionOptions {
   env: NodeJS.ProcessEnv;
   connections?: ReadonlyMap<string, string>;
   denyUnmatched?: boolean;
+  /** Told once per provider when the child calls a provider that has no connection. */
+  notice?: (message: string) => void;
 }
 
 export interface ProxySession {
@@ -48,8 +51,10 @@ export async function startProxySession(options: ProxySessionOptions): Promise<P
     ...(options.connections ? { connections: options.connections } : {}),
     denyUnmatched: options.denyUnmatched ?? false,
     audit: (event) => shipper.push(event),
+    ...(options.notice ? { notice: options.notice } : {}),
   });
   const routes = await policy.load();
+  checkConnectionOverrides(routes, options.connections ?? new Map());
   const credential = new ProxyCredential();
   const server = new ProxyServer({
     policy,

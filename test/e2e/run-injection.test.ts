@@ -340,31 +340,45 @@ for host in sys.argv[1:]:
     expect(seen!.headers.authorization).toBeUndefined();
   });
 
-  it("--connection openai:work picks the non-default connection; an unknown one answers 401", async () => {
+  it("--connection openai:work picks the non-default connection", async () => {
     const tag = hex(4);
     expectOk(
       await run(["--connection", "openai:work", "--", "curl", "-sS", `https://api.openai.com/echo?t=${tag}`]),
     );
     expect(seenWith(tag).map((request) => request.headers.authorization)).toEqual([`Bearer ${WORK_KEY}`]);
 
-    const missing = expectOk(
-      await run([
-        "--connection",
-        "openai:nope",
-        "--",
-        "curl",
-        "-sS",
-        "-w",
-        "\\n%{http_code}",
-        `https://api.openai.com/echo?t=${tag}-2`,
-      ]),
-    );
-    expect(missing.stdout.trim().split("\n").at(-1)).toBe("401");
-    expect(seenWith(`${tag}-2`)).toEqual([]);
-
     const malformed = await run(["--connection", "openai", "--", "true"]);
     expect(malformed.code).toBe(2);
     expect(malformed.stderr).toContain("--connection takes <provider>:<name>");
+  });
+
+  it("--connection is checked before the child starts: an unknown provider exits 4, an unknown connection 3, with the names that exist", async () => {
+    const child = ["--", "sh", "-c", "echo child-started"];
+    const provider = await run(["--connection", "opnai:default", ...child]);
+    expect(provider.code).toBe(4);
+    expect(provider.stderr).toContain('svc knows no provider "opnai"; did you mean openai?');
+    const connection = await run(["--connection", "openai:nope", ...child]);
+    expect(connection.code).toBe(3);
+    expect(connection.stderr).toContain('openai has no connection "nope"; its connections: default, work');
+    const none = await run(["--connection", "groq:default", ...child]);
+    expect(none.code).toBe(3);
+    expect(none.stderr).toContain("groq has no connection yet: run `svc login groq`");
+    const json = await run(["--json", "--connection", "openai:nope", ...child]);
+    expect(JSON.parse(json.stdout)).toMatchObject({ error: "ConnectionNotFoundError" });
+    for (const result of [provider, connection, none, json])
+      expect(result.stdout).not.toContain("child-started");
+  });
+
+  it("a request for a provider without a connection is reported once on stderr, however many are made", async () => {
+    const tag = hex(4);
+    const url = `https://api.groq.com/openai/v1/models?t=${tag}`;
+    const result = expectOk(
+      await run(["--", "sh", "-c", `curl -sS -o /dev/null "${url}" && curl -sS -o /dev/null "${url}"`]),
+    );
+    expect(seenWith(tag)).toHaveLength(2);
+    const notices = result.stderr.match(/groq has no connection/g) ?? [];
+    expect(notices).toHaveLength(1);
+    expect(result.stderr).toContain("svc login groq");
   });
 
   it("audit events reach the daemon with metadata only: never the query string or headers", async () => {

@@ -46,6 +46,7 @@ export async function runRun(context: CliContext, argv: string[], options: RunOp
     env: context.io.env,
     connections: overrides,
     denyUnmatched: Boolean(options.denyUnmatched),
+    notice: (message) => context.out.warn(`svc run: ${message}`),
   });
   context.log.debug("proxy listening", { url: session.url });
   const { env } = childEnvironment({
