@@ -9,6 +9,7 @@ import https from "node:https";
 import net from "node:net";
 import type { Duplex, Readable } from "node:stream";
 import tls from "node:tls";
+import { hashBodyUpTo } from "./body-buffer.ts";
 import { pump } from "./pump.ts";
 import { scrubbedBody, scrubHeaders } from "./scrub.ts";
 import { UpgradeResponseScrubber } from "./upgrade-scrub.ts";
@@ -41,11 +42,23 @@ export type RequestPlan =
       kind: "forward";
       /** Headers to set, replacing any the client sent under the same name. */
       setHeaders?: Record<string, string>;
+      /** Headers of the client's to drop (lower case), such as a signature made with placeholder keys. */
+      removeHeaders?: readonly string[];
       /** Values the client must never see: replaced in response headers and bodies. */
       secrets?: readonly string[];
       done?: (outcome: Outcome) => void;
     }
-  | { kind: "respond"; status: number; body: string; done?: (outcome: Outcome) => void };
+  | { kind: "respond"; status: number; body: string; done?: (outcome: Outcome) => void }
+  | {
+      /** The plan depends on the body (a request signature covers it): hash it first. */
+      kind: "hash-body";
+      /** Bodies longer than this are not held in memory, and get no hash. */
+      limit: number;
+      /** The plan, given the body's hex SHA-256 (undefined when longer than `limit`). */
+      withHash: (sha256: string | undefined) => Promise<Exclude<RequestPlan, { kind: "hash-body" }>>;
+    };
+
+type SettledPlan = Exclude<RequestPlan, { kind: "hash-body" }>;
 
 export interface ProxyPolicy {
   /** Whether CONNECTs to this host are intercepted (else tunnelled untouched). */
@@ -84,6 +97,7 @@ const SCRUBBABLE_ENCODINGS = "gzip, deflate, br";
 function forwardableHeaders(
   headers: http.IncomingHttpHeaders,
   set: Record<string, string> | undefined,
+  remove: readonly string[] = [],
 ): http.OutgoingHttpHeaders {
   const out: http.OutgoingHttpHeaders = {};
   const listed = new Set(
@@ -92,7 +106,7 @@ function forwardableHeaders(
       .map((name) => name.trim().toLowerCase()),
   );
   for (const [name, value] of Object.entries(headers)) {
-    if (value === undefined || HOP_BY_HOP.has(name) || listed.has(name)) continue;
+    if (value === undefined || HOP_BY_HOP.has(name) || listed.has(name) || remove.includes(name)) continue;
     out[name] = value;
   }
   for (const [name, value] of Object.entries(set ?? {})) out[name.toLowerCase()] = value;
@@ -229,14 +243,29 @@ export class ProxyServer {
     };
   }
 
-  /** Describes an intercepted request, asks the policy, and times it for the plan's `done`. */
-  async #plan(request: http.IncomingMessage) {
+  /**
+   * Describes an intercepted request, asks the policy (hashing the body first when the plan needs
+   * it), and times it for the plan's `done`. `body` is what to send upstream.
+   */
+  async #plan(request: http.IncomingMessage): Promise<{
+    described: InterceptedRequest;
+    plan: SettledPlan;
+    body: Readable;
+    finish: (outcome: Omit<Outcome, "durationMs">) => void;
+  }> {
     const started = performance.now();
     const described = this.#describe(request);
-    const plan = await this.#policy.plan(described);
+    const first = await this.#policy.plan(described);
+    let plan: SettledPlan;
+    let body: Readable = request;
+    if (first.kind === "hash-body") {
+      const hashed = await hashBodyUpTo(request, first.limit);
+      body = hashed.body;
+      plan = await first.withHash(hashed.sha256);
+    } else plan = first;
     const finish = (outcome: Omit<Outcome, "durationMs">) =>
       plan.done?.({ ...outcome, durationMs: Math.round(performance.now() - started) });
-    return { described, plan, finish };
+    return { described, plan, body, finish };
   }
 
   /** Where to connect for a request (SVC_PROXY_CONNECT_TO applied); TLS is checked against its own host. */
@@ -250,9 +279,9 @@ export class ProxyServer {
   }
 
   async #intercepted(request: http.IncomingMessage, response: http.ServerResponse): Promise<void> {
-    const { described, plan, finish } = await this.#plan(request);
+    const { described, plan, body: requestBody, finish } = await this.#plan(request);
     if (plan.kind === "respond") {
-      request.resume();
+      requestBody.resume();
       response.writeHead(plan.status, {
         "content-type": "application/json",
         "content-length": Buffer.byteLength(plan.body),
@@ -265,12 +294,16 @@ export class ProxyServer {
       ...this.#upstreamAddress(described),
       method: described.method,
       path: described.path,
-      headers: forwardableHeaders(request.headers, {
-        ...(plan.secrets?.length && request.headers["accept-encoding"]
-          ? { "accept-encoding": SCRUBBABLE_ENCODINGS }
-          : {}),
-        ...plan.setHeaders,
-      }),
+      headers: forwardableHeaders(
+        request.headers,
+        {
+          ...(plan.secrets?.length && request.headers["accept-encoding"]
+            ? { "accept-encoding": SCRUBBABLE_ENCODINGS }
+            : {}),
+          ...plan.setHeaders,
+        },
+        plan.removeHeaders,
+      ),
       agent: this.#agent,
     });
     upstream.on("response", (upstreamResponse) => {
@@ -321,7 +354,7 @@ export class ProxyServer {
         finish({ error: error.message });
       }
     });
-    pump(request, upstream, () => {});
+    pump(requestBody, upstream, () => {});
   }
 
   /** A WebSocket (or other) upgrade: the handshake gets the planned headers, then bytes flow both ways. */
@@ -340,7 +373,12 @@ export class ProxyServer {
     });
     const headers: Record<string, string | string[]> = {};
     for (const [name, value] of Object.entries(request.headers)) {
-      if (value !== undefined && name !== "proxy-authorization" && name !== "proxy-connection")
+      if (
+        value !== undefined &&
+        name !== "proxy-authorization" &&
+        name !== "proxy-connection" &&
+        !plan.removeHeaders?.includes(name)
+      )
         headers[name] = value;
     }
     for (const [name, value] of Object.entries(plan.setHeaders ?? {})) headers[name.toLowerCase()] = value;

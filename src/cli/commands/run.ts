@@ -53,6 +53,7 @@ export async function runRun(context: CliContext, argv: string[], options: RunOp
     proxyUrl: session.url,
     caBundlePath: session.caBundlePath,
     placeholders: session.placeholders,
+    defaults: session.defaults,
   });
   let code: number;
   try {
