@@ -14,6 +14,9 @@ export const SIGNATURE_HEADERS: readonly string[] = [
   "x-amz-content-sha256",
 ];
 
+/** Bodies up to this size are hashed in memory to be signed (Bedrock requests with images fit). */
+export const SIGNED_BODY_LIMIT = 32 * 1024 * 1024;
+
 /** The payload hash of an aws-chunked body without chunk signatures: S3 takes it as is. */
 export const STREAMING_UNSIGNED_TRAILER = "STREAMING-UNSIGNED-PAYLOAD-TRAILER";
 

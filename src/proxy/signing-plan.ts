@@ -4,12 +4,15 @@
  * child made with placeholder keys. The secret access key never reaches the proxy.
  */
 import type { SignedRequest } from "../api/credentials.ts";
-import { SIGNATURE_HEADERS, STREAMING_UNSIGNED_TRAILER, signRequestFor } from "../client/aws-signing.ts";
+import {
+  SIGNATURE_HEADERS,
+  SIGNED_BODY_LIMIT,
+  STREAMING_UNSIGNED_TRAILER,
+  signRequestFor,
+} from "../client/aws-signing.ts";
 import { awsEndpointOf } from "../providers/aws-endpoint.ts";
 import type { InterceptedRequest, RequestPlan } from "./server.ts";
 
-/** Bodies up to this size are hashed in memory (Bedrock requests with images fit). */
-export const SIGNED_BODY_LIMIT = 32 * 1024 * 1024;
 const UNSIGNED_PAYLOAD = "UNSIGNED-PAYLOAD";
 
 type Settled = Exclude<RequestPlan, { kind: "hash-body" }>;
