@@ -58,3 +58,8 @@ export function hashBodyUpTo(source: Readable, limit: number): Promise<HashedBod
     source.on("close", onClose);
   });
 }
+
+/** A request without a body: the SHA-256 of nothing. */
+export function noBody(source: Readable): HashedBody {
+  return { sha256: createHash("sha256").digest("hex"), body: source };
+}

@@ -9,7 +9,7 @@ import https from "node:https";
 import net from "node:net";
 import type { Duplex, Readable } from "node:stream";
 import tls from "node:tls";
-import { hashBodyUpTo } from "./body-buffer.ts";
+import { hashBodyUpTo, noBody } from "./body-buffer.ts";
 import { pump } from "./pump.ts";
 import { scrubbedBody, scrubHeaders } from "./scrub.ts";
 import { UpgradeResponseScrubber } from "./upgrade-scrub.ts";
@@ -247,7 +247,10 @@ export class ProxyServer {
    * Describes an intercepted request, asks the policy (hashing the body first when the plan needs
    * it), and times it for the plan's `done`. `body` is what to send upstream.
    */
-  async #plan(request: http.IncomingMessage): Promise<{
+  async #plan(
+    request: http.IncomingMessage,
+    upgrade = false,
+  ): Promise<{
     described: InterceptedRequest;
     plan: SettledPlan;
     body: Readable;
@@ -259,7 +262,8 @@ export class ProxyServer {
     let plan: SettledPlan;
     let body: Readable = request;
     if (first.kind === "hash-body") {
-      const hashed = await hashBodyUpTo(request, first.limit);
+      // An upgrade's handshake has no body (what follows it is the new protocol's).
+      const hashed = upgrade ? noBody(request) : await hashBodyUpTo(request, first.limit);
       body = hashed.body;
       plan = await first.withHash(hashed.sha256);
     } else plan = first;
@@ -359,7 +363,7 @@ export class ProxyServer {
 
   /** A WebSocket (or other) upgrade: the handshake gets the planned headers, then bytes flow both ways. */
   async #upgrade(request: http.IncomingMessage, socket: net.Socket, head: Buffer): Promise<void> {
-    const { described, plan, finish } = await this.#plan(request);
+    const { described, plan, finish } = await this.#plan(request, true);
     if (plan.kind === "respond") {
       socket.end(
         `HTTP/1.1 ${plan.status} ${http.STATUS_CODES[plan.status] ?? ""}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(plan.body)}\r\nconnection: close\r\n\r\n${plan.body}`,
