@@ -197,6 +197,30 @@ describe("svc run: AWS Signature Version 4 signed by the daemon", () => {
     expect(upstream.requests).toHaveLength(before + 1);
   });
 
+  it("passes S3's unsigned aws-chunked uploads and refuses chunk-signed ones", async () => {
+    const chunked = `-X PUT -H "content-encoding: aws-chunked" -H "x-amz-decoded-content-length: 5" --data-binary $'5\\r\\nhello\\r\\n0\\r\\n\\r\\n'`;
+    const before = upstream.requests.length;
+    expectOk(
+      await run([
+        "--",
+        "bash",
+        "-c",
+        `${curl("s3", "us-west-2", `-H "x-amz-content-sha256: STREAMING-UNSIGNED-PAYLOAD-TRAILER" ${chunked}`)} -o /dev/null "https://s3.us-west-2.amazonaws.com/${BUCKET}/chunked.txt"`,
+      ]),
+    );
+    expect(upstream.requests.slice(before)).toMatchObject([
+      { valid: true, payloadHash: "STREAMING-UNSIGNED-PAYLOAD-TRAILER" },
+    ]);
+    const refused = await run([
+      "--",
+      "bash",
+      "-c",
+      `curl -sS -w '\\n%{http_code}' -H "x-amz-content-sha256: STREAMING-AWS4-HMAC-SHA256-PAYLOAD" ${chunked} "https://s3.us-west-2.amazonaws.com/${BUCKET}/signed-chunks.txt"`,
+    ]);
+    expect(refused.stdout).toMatch(/chunk-signed streaming upload[\s\S]*\n400$/);
+    expect(upstream.requests).toHaveLength(before + 1);
+  });
+
   it("keeps the secret out of every file svc wrote and out of the audit trail", async () => {
     const events = await sandbox.json<Array<{ event: string; provider: string | null }>>([
       "log",
