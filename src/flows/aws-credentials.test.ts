@@ -23,6 +23,21 @@ describe("parseAwsCredentials", () => {
     });
   });
 
+  it("reads `aws configure export-credentials --format process` JSON", () => {
+    const text = JSON.stringify({
+      Version: 1,
+      AccessKeyId: "ASIAEXAMPLE12345",
+      SecretAccessKey: SECRET,
+      SessionToken: "token",
+      Expiration: "2026-11-23T18:00:00+00:00",
+    });
+    expect(parseAwsCredentials(text)).toEqual({
+      access_key_id: "ASIAEXAMPLE12345",
+      secret_access_key: SECRET,
+      session_token: "token",
+    });
+  });
+
   it.each([
     ["", "empty"],
     ["AWS_ACCESS_KEY_ID=AKIDEXAMPLE12345", "both required"],

@@ -21,6 +21,12 @@ const FIELD_NAMES: Readonly<Record<keyof AwsCredentials, readonly string[]>> = {
   region: ["region", "aws_region", "aws_default_region"],
 };
 
+/**
+ * Fields `aws configure export-credentials` prints besides the keys (`--format process` JSON has
+ * `Version` and `Expiration`, `--format env` an `AWS_CREDENTIAL_EXPIRATION`): accepted, not kept.
+ */
+const IGNORED = new Set(["version", "expiration", "aws_credential_expiration"]);
+
 const ACCESS_KEY_ID = /^[A-Z0-9]{16,128}$/;
 // biome-ignore lint/suspicious/noControlCharactersInRegex: the point is to find control characters
 const PLAIN_TOKEN = /^[^\s\u0000-\u001f\u007f]+$/;
@@ -60,6 +66,7 @@ function parseJson(text: string): Record<string, string> {
   }
   const out: Record<string, string> = {};
   for (const [key, field] of Object.entries(value)) {
+    if (IGNORED.has(key.toLowerCase())) continue;
     if (typeof field !== "string") throw new InvalidInputError(`${key} must be a string`);
     out[key] = field;
   }
@@ -75,6 +82,7 @@ export function parseAwsCredentials(text: string): AwsCredentials {
   const unknown: string[] = [];
   for (const [name, value] of Object.entries(entries)) {
     const field = fieldFor(name);
+    if (IGNORED.has(name.toLowerCase())) continue;
     if (!field) unknown.push(name);
     else if (value.trim() !== "") found[field] = value.trim();
   }
