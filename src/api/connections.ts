@@ -25,6 +25,15 @@ export const CredentialViewSchema = z.discriminatedUnion("type", [
     api_key: z.string().optional().describe("Only with `reveal=true`."),
   }),
   z.object({
+    type: z.literal("aws_sigv4"),
+    access_key_id: z.string().describe("Not a secret: names the key in AWS's own logs and consoles."),
+    redacted: z.string().describe("The secret access key, as `••••` plus at most its last 4 characters."),
+    has_session_token: z.boolean(),
+    region: z.string().nullable().describe("The default region (AWS_REGION in `svc run`)."),
+    secret_access_key: z.string().optional().describe("Only with `reveal=true`."),
+    session_token: z.string().optional().describe("Only with `reveal=true`."),
+  }),
+  z.object({
     type: z.literal("oauth2"),
     token_type: z.string(),
     scopes: z.array(z.string()),

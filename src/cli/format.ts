@@ -14,6 +14,9 @@ export function parseConnectionName(value: string): string {
 /** The credential column: the redacted key, or the token's shape (never a secret). */
 export function describeCredential(credential: Connection["credential"]): string {
   if (credential.type === "api_key") return credential.redacted;
+  if (credential.type === "aws_sigv4") {
+    return `aws ${credential.access_key_id} ${credential.redacted}${credential.has_session_token ? " +session" : ""}`;
+  }
   const scopes = credential.scopes.length > 0 ? ` [${credential.scopes.join(" ")}]` : "";
   return `oauth2 ${credential.token_type}${scopes}${credential.has_refresh_token ? " +refresh" : ""}`;
 }

@@ -1,4 +1,4 @@
-import { confirm, isCancel, password } from "@clack/prompts";
+import { confirm, isCancel, password, text } from "@clack/prompts";
 import { InputCancelledError, InvalidInputError, type SvcError } from "../core/errors.ts";
 
 /**
@@ -10,8 +10,12 @@ export interface Prompter {
   secret(message: string): Promise<string | undefined>;
   /** Yes/no; undefined when the person cancelled. */
   confirm(message: string): Promise<boolean | undefined>;
+  /** Visible input that may be left empty (""); undefined when the person cancelled. */
+  text(message: string): Promise<string | undefined>;
   /** The first line of standard input when it is not a terminal (a pipe or a file); "" at end of input. */
   readLine(): Promise<string>;
+  /** All of standard input when it is not a terminal (several `KEY=value` lines), at most 64 KiB. */
+  readAll(): Promise<string>;
 }
 
 /** The longest first line read from a pipe: far more than any key, small enough to hold. */
@@ -30,8 +34,33 @@ export const terminalPrompter: Prompter = {
     const value = await confirm({ message, initialValue: false, output: process.stderr });
     return isCancel(value) ? undefined : value;
   },
+  async text(message) {
+    const value = await text({ message, output: process.stderr });
+    return isCancel(value) ? undefined : (value ?? "");
+  },
   readLine: () => readFirstLine(process.stdin),
+  readAll: () => readAllInput(process.stdin),
 };
+
+/** Reads `stream` to its end; refuses more than 64 KiB. */
+export async function readAllInput(stream: NodeJS.ReadableStream): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  try {
+    for await (const chunk of stream) {
+      const buffer = typeof chunk === "string" ? Buffer.from(chunk) : chunk;
+      size += buffer.length;
+      if (size > MAX_LINE_BYTES) throw new InvalidInputError("standard input is longer than 64 KiB");
+      chunks.push(buffer);
+    }
+  } catch (error) {
+    if (error instanceof InvalidInputError) throw error;
+    throw new InvalidInputError(
+      `cannot read standard input: ${error instanceof Error ? error.message : String(error)}`,
+    );
+  }
+  return Buffer.concat(chunks).toString("utf8");
+}
 
 /**
  * Reads up to the first newline of `stream` and stops reading there (the rest stays unread);

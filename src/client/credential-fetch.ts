@@ -8,8 +8,11 @@
 
 export type FetchFunction = (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
 
-/** The headers to add for a request URL; empty when no credential belongs there. */
-export type CredentialHeaders = (url: URL) => Promise<Record<string, string>>;
+/**
+ * The headers to add for a request (`null` removes one); empty when no credential belongs there.
+ * The request is there for signatures, which cover its method, headers and body.
+ */
+export type CredentialHeaders = (url: URL, request: Request) => Promise<Record<string, string | null>>;
 
 const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
 /** The fetch standard's redirect limit. */
@@ -85,11 +88,14 @@ export function fetchWithCredentials(headersFor: CredentialHeaders, transport: F
     let request = new Request(input, init);
     for (let hop = 0; ; hop++) {
       const url = new URL(request.url);
-      const credential = await headersFor(url);
+      const credential = await headersFor(url, request);
       if (Object.keys(credential).length === 0) return transport(request, extra);
       const follow = request.redirect === "follow";
       const headers = new Headers(request.headers);
-      for (const [name, value] of Object.entries(credential)) headers.set(name, value);
+      for (const [name, value] of Object.entries(credential)) {
+        if (value === null) headers.delete(name);
+        else headers.set(name, value);
+      }
       const response = await transport(
         new Request(request, { headers, redirect: follow ? "manual" : request.redirect }),
         extra,

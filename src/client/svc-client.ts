@@ -4,13 +4,16 @@
  * credential resolve) behind a small API; it never starts a daemon and never creates an identity.
  */
 import type { JsonWebKey, KeyObject } from "node:crypto";
+import { createHash } from "node:crypto";
 import type { Connection } from "../api/connections.ts";
-import { AuthenticationFailedError, InvalidInputError } from "../core/errors.ts";
+import { AuthenticationFailedError, InvalidInputError, OperationNotAllowedError } from "../core/errors.ts";
 import { type HomeLayout, homeLayout, resolveHome } from "../core/paths.ts";
 import { isValidHandle } from "../identity/handle.ts";
 import { IdentityFiles } from "../identity/identity-files.ts";
 import { identityKeyPairFromPrivateKey, privateKeyFromValue } from "../identity/keypair.ts";
+import { awsEndpointOf } from "../providers/aws-endpoint.ts";
 import type { Provider, ProviderSummary } from "../providers/schema.ts";
+import { SIGNATURE_HEADERS, SIGNED_BODY_LIMIT, signRequest, signRequestFor } from "./aws-signing.ts";
 import { resolveBaseUrl } from "./base-url.ts";
 import { readClientConfig } from "./config.ts";
 import { type FetchFunction, fetchWithCredentials } from "./credential-fetch.ts";
@@ -97,7 +100,7 @@ export class SvcClient {
     ).replace(/\/+$/, "");
     this.#connections = new Map(Object.entries(options.connections ?? {}));
     const transport = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
-    this.fetch = fetchWithCredentials((url) => this.headersFor(url), transport);
+    this.fetch = fetchWithCredentials((url, request) => this.#credentialFor(url, request), transport);
   }
 
   /**
@@ -117,13 +120,65 @@ export class SvcClient {
    */
   async headersFor(url: string | URL): Promise<Record<string, string>> {
     const target = new URL(url);
-    if (target.protocol !== "https:") return {};
-    const { routes, resolver } = this.#connect();
+    const provider = await this.#providerFor(target);
+    if (provider === undefined) return {};
+    if (this.#signs(provider)) {
+      throw new OperationNotAllowedError(
+        `${provider} signs each request (AWS Signature Version 4): the signature covers the method, headers and body, so no header belongs to a URL alone; send the request with svc.fetch, which has the daemon sign it`,
+      );
+    }
+    const connection = this.#connections.get(provider);
+    const { resolver } = this.#connect();
+    return headerOf(await resolver.resolve(resolveRequestFor(target, provider, connection)));
+  }
+
+  /** The provider whose credential belongs on `url`, if any (https only; the proxy's rules). */
+  async #providerFor(url: URL): Promise<string | undefined> {
+    if (url.protocol !== "https:") return undefined;
+    const { routes } = this.#connect();
     await routes.ready();
-    const decision = routes.decide(target);
-    if (decision.kind !== "match") return {};
-    const connection = this.#connections.get(decision.provider);
-    return headerOf(await resolver.resolve(resolveRequestFor(target, decision.provider, connection)));
+    const decision = routes.decide(url);
+    return decision.kind === "match" ? decision.provider : undefined;
+  }
+
+  #signs(provider: string): boolean {
+    return this.#connect().routes.routes.some(
+      (route) => route.provider === provider && route.auth_type === "aws_sigv4",
+    );
+  }
+
+  /** What `fetch` sets on a request: the resolved header, or the daemon's signature of the request. */
+  async #credentialFor(url: URL, request: Request): Promise<Record<string, string | null>> {
+    const provider = await this.#providerFor(url);
+    if (provider === undefined) return {};
+    if (!this.#signs(provider)) return this.headersFor(url);
+    const body =
+      request.body === null ? new Uint8Array() : new Uint8Array(await request.clone().arrayBuffer());
+    let payload = createHash("sha256").update(body).digest("hex");
+    if (body.length > SIGNED_BODY_LIMIT) {
+      if (!awsEndpointOf(url.host)?.s3) {
+        throw new InvalidInputError(
+          `the request body is larger than ${SIGNED_BODY_LIMIT / 1024 / 1024} MiB, the most svc hashes to sign a request to ${url.host}; only S3 accepts unsigned payloads`,
+        );
+      }
+      payload = "UNSIGNED-PAYLOAD";
+    }
+    const signed = await signRequest(
+      this.#connect().daemon,
+      signRequestFor(
+        {
+          method: request.method,
+          host: url.host,
+          target: `${url.pathname}${url.search}`,
+          headers: request.headers,
+        },
+        payload,
+        provider,
+        this.#connections.get(provider),
+      ),
+    );
+    const removed = Object.fromEntries(SIGNATURE_HEADERS.map((name) => [name, null]));
+    return { ...removed, ...signed.headers };
   }
 
   /** Loads the identity and builds the daemon client on first use (so a bad setup fails the call, not the import). */

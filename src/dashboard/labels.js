@@ -1,6 +1,6 @@
 // Words for the daemon's codes, shared by the pages.
 
-export const AUTH_TYPES = { api_key: "API key", oauth2: "OAuth 2.0" };
+export const AUTH_TYPES = { api_key: "API key", oauth2: "OAuth 2.0", aws_sigv4: "AWS signature" };
 
 export const FLOWS = {
   api_key: "API key",

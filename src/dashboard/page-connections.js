@@ -121,6 +121,8 @@ function credentialText(connection) {
   const credential = connection.credential;
   if (credential.type === "api_key")
     return credential.redacted ? `API key ${credential.redacted}` : "API key";
+  if (credential.type === "aws_sigv4")
+    return `AWS key ${credential.access_key_id}${credential.region ? ` · ${credential.region}` : ""}`;
   const scopes = credential.scopes.length ? ` · ${credential.scopes.join(" ")}` : "";
   return `OAuth${scopes}`;
 }

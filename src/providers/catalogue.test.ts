@@ -175,6 +175,9 @@ describe("bundled provider files", () => {
       if (provider.auth_type === "api_key") {
         expect(provider.api_key).toBeDefined();
         if (provider.api_key?.env_var) expect(provider.env).toContain(provider.api_key.env_var);
+      } else if (provider.auth_type === "aws_sigv4") {
+        // SDKs must find placeholder keys to sign with, or they refuse to send anything.
+        expect(provider.env).toEqual(expect.arrayContaining(["AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"]));
       } else {
         expect(provider.oauth?.token_auth_method).toBeDefined();
       }

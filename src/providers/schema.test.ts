@@ -388,3 +388,32 @@ describe("formatZodIssues", () => {
     }
   });
 });
+
+describe("aws_sigv4 providers", () => {
+  const signedProvider = {
+    name: "minio-aws",
+    display_name: "Signed example",
+    description: "An AWS API signed by the daemon.",
+    auth_type: "aws_sigv4",
+    flow: "api_key",
+    api_url: "regex:^https://([a-z0-9-]+\\.)+amazonaws\\.com/",
+    env: ["AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"],
+    docs_url: "https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_sigv.html",
+  };
+
+  it("are accepted with neither an oauth nor an api_key section", () => {
+    expect(parseProviderDefinition(signedProvider).auth_type).toBe("aws_sigv4");
+  });
+
+  it("log in with the api_key flow, and take no api_key or oauth section", () => {
+    const message = refusal({
+      ...signedProvider,
+      flow: "pkce",
+      api_key: {},
+      oauth: pkceProvider.oauth,
+    });
+    expect(message).toContain('flow: must be "api_key" when auth_type is "aws_sigv4"');
+    expect(message).toContain('api_key: is only allowed when auth_type is "api_key"');
+    expect(message).toContain('oauth: is only allowed when auth_type is "oauth2"');
+  });
+});

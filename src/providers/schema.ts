@@ -14,7 +14,7 @@ import { InvalidInputError } from "../core/errors.ts";
 // Vocabulary
 // ---------------------------------------------------------------------------------------------
 
-export const AUTH_TYPES = ["oauth2", "api_key"] as const;
+export const AUTH_TYPES = ["oauth2", "api_key", "aws_sigv4"] as const;
 export const FLOWS = ["pkce", "device_code", "dcr_pkce", "api_key"] as const;
 export const OAUTH_FLOWS = ["pkce", "device_code", "dcr_pkce"] as const;
 export const SOURCES = ["bundled", "custom"] as const;
@@ -280,6 +280,11 @@ function checkDefinition(
   if (auth_type === "api_key") {
     if (flow !== "api_key") issue(["flow"], 'must be "api_key" when auth_type is "api_key"');
     if (!api_key) issue(["api_key"], 'is required when auth_type is "api_key"');
+    if (oauth) issue(["oauth"], 'is only allowed when auth_type is "oauth2"');
+  } else if (auth_type === "aws_sigv4") {
+    // The access key pair is pasted like an API key; the daemon signs each request with it.
+    if (flow !== "api_key") issue(["flow"], 'must be "api_key" when auth_type is "aws_sigv4"');
+    if (api_key) issue(["api_key"], 'is only allowed when auth_type is "api_key"');
     if (oauth) issue(["oauth"], 'is only allowed when auth_type is "oauth2"');
   } else {
     if (flow === "api_key")

@@ -134,3 +134,26 @@ describe("childEnvironment", () => {
     expect(base).toEqual(before);
   });
 });
+
+describe("connection defaults", () => {
+  it("sets AWS_REGION from the connection unless the parent chose one", () => {
+    const options = {
+      proxyUrl: "http://127.0.0.1:1",
+      caBundlePath: "/ca.pem",
+      placeholders: ["AWS_SECRET_ACCESS_KEY"],
+    };
+    const fresh = childEnvironment({
+      ...options,
+      base: { AWS_SECRET_ACCESS_KEY: "real" },
+      defaults: { AWS_REGION: "eu-west-1" },
+    });
+    expect(fresh.env.AWS_REGION).toBe("eu-west-1");
+    expect(fresh.env.AWS_SECRET_ACCESS_KEY).toBe("svc-proxy-managed");
+    const chosen = childEnvironment({
+      ...options,
+      base: { AWS_REGION: "us-east-2" },
+      defaults: { AWS_REGION: "eu-west-1" },
+    });
+    expect(chosen.env.AWS_REGION).toBe("us-east-2");
+  });
+});

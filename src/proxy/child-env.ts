@@ -49,6 +49,8 @@ export interface ChildEnvironmentOptions {
   placeholders: readonly string[];
   /** Credential values the command must not see in any variable. */
   secrets?: readonly string[];
+  /** Non-secret settings of the connections (AWS_REGION), set unless the parent set them. */
+  defaults?: Readonly<Record<string, string>>;
 }
 
 export interface ChildEnvironment {
@@ -63,6 +65,7 @@ export function childEnvironment(options: ChildEnvironmentOptions): ChildEnviron
   const replaced = replaceSecretValues(env, options.secrets ?? []);
   // A real key inherited under a provider's variable would bypass the proxy: the placeholder wins.
   for (const name of options.placeholders) env[name] = PLACEHOLDER;
+  for (const [name, value] of Object.entries(options.defaults ?? {})) env[name] ??= value;
 
   const noProxy = noProxyList(env).join(",");
   for (const name of PROXY_VARIABLES) env[name] = options.proxyUrl;

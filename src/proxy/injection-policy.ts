@@ -6,6 +6,7 @@
 import { isIPv6 } from "node:net";
 import type { ExternalAuditEvent } from "../api/audit.ts";
 import type { ProxyRoute, ResolvedCredential } from "../api/credentials.ts";
+import { signRequest } from "../client/aws-signing.ts";
 import { CredentialResolver, resolveRequestFor } from "../client/credential-resolver.ts";
 import type { DaemonClient } from "../client/daemon-client.ts";
 import { ProviderRoutes } from "../client/provider-routes.ts";
@@ -13,6 +14,7 @@ import { DaemonUnavailableError, SvcError } from "../core/errors.ts";
 import { PLACEHOLDER } from "./scrub.ts";
 import { secretForms } from "./secret-forms.ts";
 import type { InterceptedRequest, Outcome, ProxyPolicy, RequestPlan } from "./server.ts";
+import { signingPlan } from "./signing-plan.ts";
 
 export interface InjectionPolicyOptions {
   client: DaemonClient;
@@ -58,7 +60,7 @@ function requestUrl(request: InterceptedRequest): URL {
   );
 }
 
-function refusal(status: number, code: string, message: string): RequestPlan {
+function refusal(status: number, code: string, message: string): Extract<RequestPlan, { kind: "respond" }> {
   return { kind: "respond", failure: { status, code, message } };
 }
 
@@ -77,7 +79,21 @@ function statusFor(error: SvcError): number {
   }
 }
 
+/** The child's answer when the daemon cannot give a credential (or a signature). */
+function failure(
+  provider: string,
+  error: unknown,
+): Extract<RequestPlan, { kind: "respond" }> & { reason: string } {
+  const svcError = error instanceof SvcError ? error : new DaemonUnavailableError(String(error));
+  const message =
+    svcError instanceof DaemonUnavailableError
+      ? `svc: the credential for ${provider} could not be fetched: ${svcError.message}`
+      : `svc: ${svcError.message}`;
+  return { ...refusal(statusFor(svcError), svcError.errorName, message), reason: svcError.errorName };
+}
+
 export class InjectionPolicy implements ProxyPolicy {
+  readonly #client: DaemonClient;
   readonly #routes: ProviderRoutes;
   readonly #resolver: CredentialResolver;
   readonly #connections: ReadonlyMap<string, string>;
@@ -88,6 +104,7 @@ export class InjectionPolicy implements ProxyPolicy {
   readonly #now: () => Date;
 
   constructor(options: InjectionPolicyOptions) {
+    this.#client = options.client;
     this.#routes = new ProviderRoutes(options.client);
     this.#resolver = new CredentialResolver(options.client);
     this.#connections = options.connections ?? new Map();
@@ -140,19 +157,31 @@ export class InjectionPolicy implements ProxyPolicy {
       case "match": {
         const provider = decision.provider;
         const connection = this.#connections.get(provider);
+        if (this.#routes.routes.find((route) => route.provider === provider)?.auth_type === "aws_sigv4") {
+          return signingPlan({
+            request,
+            authority: url.host,
+            provider,
+            connection,
+            sign: (signing) => signRequest(this.#client, signing),
+            refuse: (failure, reason) => ({
+              kind: "respond",
+              failure,
+              done: audit(provider, connection ?? null, reason),
+            }),
+            failed: (error) => {
+              const { reason, ...plan } = failure(provider, error);
+              return { ...plan, done: audit(provider, connection ?? null, reason) };
+            },
+            done: (signedBy, used) => audit(signedBy, used, "signed"),
+          });
+        }
         let credential: ResolvedCredential;
         try {
           credential = await this.#resolver.resolve(resolveRequestFor(url, provider, connection));
         } catch (raw) {
-          const error = raw instanceof SvcError ? raw : new DaemonUnavailableError(String(raw));
-          const message =
-            error instanceof DaemonUnavailableError
-              ? `svc: the credential for ${provider} could not be fetched: ${error.message}`
-              : `svc: ${error.message}`;
-          return {
-            ...refusal(statusFor(error), error.errorName, message),
-            done: audit(provider, connection ?? null, error.errorName),
-          };
+          const { reason, ...plan } = failure(provider, raw);
+          return { ...plan, done: audit(provider, connection ?? null, reason) };
         }
         const removeHeaders = placeholderHeaders(request.headers, credential.header_name);
         return {

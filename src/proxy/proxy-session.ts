@@ -3,6 +3,7 @@
  * Composes the transport (server.ts) with the credential policy (injection-policy.ts).
  */
 import type { ExternalAuditEvent } from "../api/audit.ts";
+import type { ProxyRoute } from "../api/credentials.ts";
 import type { DaemonClient } from "../client/daemon-client.ts";
 import { AuditShipper } from "./audit-shipper.ts";
 import { loadOrCreateCa } from "./ca.ts";
@@ -33,8 +34,23 @@ export interface ProxySession {
   caBundlePath: string;
   /** Environment variables the connected providers declare (they get the placeholder). */
   placeholders: string[];
+  /** Settings the child gets unless it has its own: AWS_REGION of the AWS connection in use. */
+  defaults: Record<string, string>;
   /** Stops the proxy and delivers the queued audit events; reports how many were dropped. */
   close(): Promise<{ delivered: number; dropped: number }>;
+}
+
+/** AWS_REGION: the default region of the first AWS connection in use that has one. */
+function awsRegion(
+  routes: readonly ProxyRoute[],
+  chosen?: ReadonlyMap<string, string>,
+): Record<string, string> {
+  for (const route of routes) {
+    const connection = chosen?.get(route.provider) ?? route.default_connection;
+    const region = connection ? route.regions?.[connection] : undefined;
+    if (region) return { AWS_REGION: region };
+  }
+  return {};
 }
 
 export async function startProxySession(options: ProxySessionOptions): Promise<ProxySession> {
@@ -69,6 +85,7 @@ export async function startProxySession(options: ProxySessionOptions): Promise<P
     childProxyUrl: credential.embedIn(url),
     caBundlePath,
     placeholders,
+    defaults: awsRegion(routes, options.connections),
     async close() {
       await server.close();
       return shipper.close();

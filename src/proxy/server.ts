@@ -9,6 +9,7 @@ import https from "node:https";
 import net from "node:net";
 import type { Duplex, Readable } from "node:stream";
 import tls from "node:tls";
+import { hashBodyUpTo, noBody } from "./body-buffer.ts";
 import { PROXY_AUTHENTICATE, type ProxyCredential } from "./proxy-credential.ts";
 import { type ProxyFailure, rawProxyError, upstreamFailure, writeProxyError } from "./proxy-errors.ts";
 import { pump } from "./pump.ts";
@@ -44,13 +45,26 @@ export type RequestPlan =
       kind: "forward";
       /** Headers to set, replacing any the client sent under the same name. */
       setHeaders?: Record<string, string>;
-      /** Headers the client sent that must not go upstream (lower case). */
+      /**
+       * Headers the client sent that must not go upstream (lower case): a placeholder beside the
+       * injected header, a signature made with placeholder keys.
+       */
       removeHeaders?: readonly string[];
       /** Values the client must never see: replaced in response headers and bodies. */
       secrets?: readonly string[];
       done?: (outcome: Outcome) => void;
     }
-  | { kind: "respond"; failure: ProxyFailure; done?: (outcome: Outcome) => void };
+  | { kind: "respond"; failure: ProxyFailure; done?: (outcome: Outcome) => void }
+  | {
+      /** The plan depends on the body (a request signature covers it): hash it first. */
+      kind: "hash-body";
+      /** Bodies longer than this are not held in memory, and get no hash. */
+      limit: number;
+      /** The plan, given the body's hex SHA-256 (undefined when longer than `limit`). */
+      withHash: (sha256: string | undefined) => Promise<Exclude<RequestPlan, { kind: "hash-body" }>>;
+    };
+
+type SettledPlan = Exclude<RequestPlan, { kind: "hash-body" }>;
 
 export interface ProxyPolicy {
   /** Whether CONNECTs to this host are intercepted (else tunnelled untouched). */
@@ -245,15 +259,24 @@ export class ProxyServer {
   }
 
   /**
-   * Describes an intercepted request, asks the policy, and times it for the plan's `done`. A
-   * misdirected request is answered 421 without asking the policy for a credential.
+   * Describes an intercepted request, asks the policy (hashing the body first when the plan needs
+   * it), and times it for the plan's `done`. `body` is what to send upstream. A misdirected request
+   * is answered 421 without asking the policy for a credential.
    */
-  async #plan(request: http.IncomingMessage) {
+  async #plan(
+    request: http.IncomingMessage,
+    upgrade = false,
+  ): Promise<{
+    described: InterceptedRequest;
+    plan: SettledPlan;
+    body: Readable;
+    finish: (outcome: Omit<Outcome, "durationMs">) => void;
+  }> {
     const started = performance.now();
     const { described, misdirected } = this.#describe(request);
-    let plan: RequestPlan;
-    if (misdirected === undefined) plan = await this.#policy.plan(described);
-    else {
+    let plan: SettledPlan;
+    let body: Readable = request;
+    if (misdirected !== undefined) {
       this.#policy.misdirected(described, misdirected);
       plan = {
         kind: "respond",
@@ -263,10 +286,18 @@ export class ProxyServer {
           message: `svc proxy: this connection was opened for ${described.host}:${described.port}; ${misdirected}`,
         },
       };
+    } else {
+      const first = await this.#policy.plan(described);
+      if (first.kind === "hash-body") {
+        // An upgrade's handshake has no body (what follows it is the new protocol's).
+        const hashed = upgrade ? noBody(request) : await hashBodyUpTo(request, first.limit);
+        body = hashed.body;
+        plan = await first.withHash(hashed.sha256);
+      } else plan = first;
     }
     const finish = (outcome: Omit<Outcome, "durationMs">) =>
       plan.done?.({ ...outcome, durationMs: Math.round(performance.now() - started) });
-    return { described, plan, finish };
+    return { described, plan, body, finish };
   }
 
   /** Where to connect for a request (SVC_PROXY_CONNECT_TO applied); TLS is checked against its own host. */
@@ -280,9 +311,9 @@ export class ProxyServer {
   }
 
   async #intercepted(request: http.IncomingMessage, response: http.ServerResponse): Promise<void> {
-    const { described, plan, finish } = await this.#plan(request);
+    const { described, plan, body: requestBody, finish } = await this.#plan(request);
     if (plan.kind === "respond") {
-      request.resume();
+      requestBody.resume();
       writeProxyError(response, plan.failure);
       finish({ status: plan.failure.status });
       return;
@@ -338,12 +369,12 @@ export class ProxyServer {
         finish({ error: error.message });
       }
     });
-    pump(request, upstream, () => {});
+    pump(requestBody, upstream, () => {});
   }
 
   /** A WebSocket (or other) upgrade: the handshake gets the planned headers, then bytes flow both ways. */
   async #upgrade(request: http.IncomingMessage, socket: net.Socket, head: Buffer): Promise<void> {
-    const { described, plan, finish } = await this.#plan(request);
+    const { described, plan, finish } = await this.#plan(request, true);
     if (plan.kind === "respond") {
       socket.end(rawProxyError(plan.failure));
       finish({ status: plan.failure.status });

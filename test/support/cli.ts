@@ -252,7 +252,9 @@ export async function runInProcess(
     prompter: {
       secret: async (message) => take(message, "string") as string | undefined,
       confirm: async (message) => take(message, "boolean") as boolean | undefined,
+      text: async (message) => take(message, "string") as string | undefined,
       readLine: async () => options.stdin ?? "",
+      readAll: async () => options.stdin ?? "",
     },
   });
   return { code, stdout, stderr, asked };

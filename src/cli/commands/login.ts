@@ -116,6 +116,8 @@ async function completeWithKey(
   const submit = (apiKey: string) =>
     client.post<AuthSession>(`/api/auth/sessions/${segment(session.session_id)}/input`, { api_key: apiKey });
 
+  const definition = await getProvider(client, session.provider).catch(() => undefined);
+  if (definition?.auth_type === "aws_sigv4") return submit(await awsCredentialsText(context, session));
   if (!context.io.stdinIsTty) {
     const key = (await context.prompter.readLine()).trim();
     if (!key) {
@@ -126,7 +128,6 @@ async function completeWithKey(
     return submit(key);
   }
 
-  const definition = await getProvider(client, session.provider).catch(() => undefined);
   const name = definition?.display_name ?? session.provider;
   const hint = definition?.api_key?.key_pattern_hint;
   context.out.status(`Logging in to ${name} (connection "${session.connection}")`);
@@ -141,6 +142,39 @@ async function completeWithKey(
       context.out.warn(error.message);
     }
   }
+}
+
+/**
+ * AWS credentials: all of stdin (one JSON object or KEY=value lines, checked by the daemon), or on a
+ * terminal one prompt per field, the secrets masked.
+ */
+async function awsCredentialsText(context: CliContext, session: AuthSession): Promise<string> {
+  if (!context.io.stdinIsTty) {
+    const text = await context.prompter.readAll();
+    if (!text.trim()) {
+      throw new InvalidInputError(
+        `no AWS credentials on standard input; pipe KEY=value lines (aws configure export-credentials --format env | svc login ${session.provider}) or one JSON object, run svc in a terminal for prompts, or use --browser`,
+      );
+    }
+    return text;
+  }
+  context.out.status(`Logging in to ${session.provider} (connection "${session.connection}")`);
+  const ask = async (value: Promise<string | undefined>) => {
+    const answer = await value;
+    if (answer === undefined) throw cancelled("login");
+    return answer.trim();
+  };
+  const fields: Record<string, string> = {
+    access_key_id: await ask(context.prompter.secret("AWS access key id (AKIA... or ASIA...)")),
+    secret_access_key: await ask(context.prompter.secret("AWS secret access key")),
+    region: await ask(
+      context.prompter.text("Default region, given to programs as AWS_REGION (empty for none)"),
+    ),
+  };
+  const temporary = await context.prompter.confirm("Temporary credentials (with a session token)?");
+  if (temporary === undefined) throw cancelled("login");
+  if (temporary) fields.session_token = await ask(context.prompter.secret("AWS session token"));
+  return JSON.stringify(Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== "")));
 }
 
 /**

@@ -54,6 +54,7 @@ export async function runRun(context: CliContext, argv: string[], options: RunOp
     proxyUrl: session.childProxyUrl,
     caBundlePath: session.caBundlePath,
     placeholders: session.placeholders,
+    defaults: session.defaults,
   });
   let code: number;
   try {

@@ -20,6 +20,7 @@ import {
   UnexpectedError,
 } from "../../core/errors.ts";
 import { checkApiKey } from "../../flows/api-key.ts";
+import { parseAwsCredentials } from "../../flows/aws-credentials.ts";
 import { availableFlows, type Provider } from "../../providers/schema.ts";
 import type { DaemonContext } from "../context.ts";
 import { sendApiKeyForm } from "../pages/api-key-form.ts";
@@ -29,10 +30,17 @@ import { sendOutcomePage } from "../pages/html.ts";
 import { assertSameOrigin, daemonBaseUrl } from "../plugins/browser-auth.ts";
 import { type AuthSessionState, returnHint, sessionClosed, sessionView } from "../services/auth-sessions.ts";
 import { callerScope } from "../services/caller-scope.ts";
-import type { ConnectionRecord } from "../services/connections.ts";
+import type { ConnectionRecord, StoredCredential } from "../services/connections.ts";
 
 const errors = errorResponses(400, 401, 403, 404, 409);
 const tags = ["auth sessions"];
+
+/** What a pasted key becomes: an API key, or an AWS key pair (JSON or KEY=value lines). */
+function pastedCredential(provider: Provider, raw: string): StoredCredential {
+  if (provider.auth_type !== "aws_sigv4") return { type: "api_key", api_key: checkApiKey(provider, raw) };
+  const aws = parseAwsCredentials(raw);
+  return { type: "aws_sigv4", ...aws };
+}
 
 /** Auth sessions: create, read (with long poll), and the browser bridge for API keys. */
 export function authSessionRoutes(context: DaemonContext): FastifyPluginAsyncZod {
@@ -41,17 +49,23 @@ export function authSessionRoutes(context: DaemonContext): FastifyPluginAsyncZod
   /** Stores the key a session collected; the session completes, or fails when it cannot be stored. */
   async function submitApiKey(session: AuthSessionState, provider: Provider, raw: string): Promise<void> {
     if (session.waitingFor !== "api_key") throw sessionClosed(session);
-    const key = checkApiKey(provider, raw);
+    const credential = pastedCredential(provider, raw);
+    const secrets =
+      credential.type === "api_key"
+        ? [credential.api_key]
+        : credential.type === "aws_sigv4"
+          ? [credential.secret_access_key, ...(credential.session_token ? [credential.session_token] : [])]
+          : [];
     await authSessions.processing(session, "api_key");
     const now = context.now().toISOString();
     const record: ConnectionRecord = {
       provider: provider.name,
       connection: session.connection,
-      auth_type: "api_key",
+      auth_type: provider.auth_type,
       flow: "api_key",
       created_at: now,
       updated_at: now,
-      credential: { type: "api_key", api_key: key },
+      credential,
     };
     const actor = { identity: session.owner.handle, principal_id: session.owner.principalId };
     const subject = { provider: provider.name, connection: session.connection };
@@ -68,7 +82,7 @@ export function authSessionRoutes(context: DaemonContext): FastifyPluginAsyncZod
           ...subject,
           detail: { flow: "api_key", via: session.via, reason: error.errorName },
         },
-        { secrets: [key] },
+        { secrets },
       );
       throw error;
     }
@@ -81,7 +95,7 @@ export function authSessionRoutes(context: DaemonContext): FastifyPluginAsyncZod
         ...subject,
         detail: { flow: "api_key", via: session.via },
       },
-      { secrets: [key] },
+      { secrets },
     );
   }
 

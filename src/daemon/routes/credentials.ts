@@ -1,5 +1,11 @@
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
-import { ProxyRoutesSchema, ResolvedCredentialSchema, ResolveRequestSchema } from "../../api/credentials.ts";
+import {
+  ProxyRoutesSchema,
+  ResolvedCredentialSchema,
+  ResolveRequestSchema,
+  SignedRequestSchema,
+  SignRequestSchema,
+} from "../../api/credentials.ts";
 import { errorResponses } from "../../api/errors.ts";
 import type { DaemonContext } from "../context.ts";
 import { callerScope } from "../services/caller-scope.ts";
@@ -42,6 +48,29 @@ export function credentialRoutes(context: DaemonContext): FastifyPluginAsyncZod 
         const scope = await callerScope(context, request);
         reply.header("cache-control", "no-store");
         return context.credentials.resolve(scope.vaultId, request.body, {
+          identity: scope.caller.handle,
+          principal_id: scope.principal.id,
+        });
+      },
+    );
+
+    app.post(
+      "/api/credentials/sign",
+      {
+        schema: {
+          summary: "Sign an AWS request (Signature Version 4) for an aws_sigv4 provider",
+          description:
+            "The caller sends what SigV4 covers (method, host, wire path, raw query, the headers to sign and the payload's SHA-256, never the body); the daemon picks the provider and connection like resolve, reads the service and region from the host, signs with the secret access key (which never leaves the daemon) and returns the headers to set. S3 gets x-amz-content-sha256 and may be sent UNSIGNED-PAYLOAD; other services need the hash. Presigned URLs and chunked (streaming) signatures are not offered.",
+          tags: ["proxy"],
+          security: [{ pop: [] }],
+          body: SignRequestSchema,
+          response: { 200: SignedRequestSchema, ...errors },
+        },
+      },
+      async (request, reply) => {
+        const scope = await callerScope(context, request);
+        reply.header("cache-control", "no-store");
+        return context.credentials.sign(scope.vaultId, request.body, {
           identity: scope.caller.handle,
           principal_id: scope.principal.id,
         });

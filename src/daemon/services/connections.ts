@@ -21,6 +21,14 @@ const CLIENT_CREDENTIALS = "client_credentials/";
 export type StoredCredential =
   | { type: "api_key"; api_key: string }
   | {
+      type: "aws_sigv4";
+      access_key_id: string;
+      secret_access_key: string;
+      session_token?: string;
+      /** The default region, given to `svc run` children as AWS_REGION. */
+      region?: string;
+    }
+  | {
       type: "oauth2";
       access_token: string;
       refresh_token?: string;
@@ -64,6 +72,8 @@ export interface ProviderConnections {
   names: string[];
   defaultConnection: string | null;
   baseUrls: string[];
+  /** AWS connections' default regions, by connection name (not secret). */
+  regions: Record<string, string>;
 }
 
 function connectionKey(provider: string, connection: string): string {
@@ -102,26 +112,46 @@ export function connectionView(
       ? { refresh_error: `${credential.refresh_failed.error} (${credential.refresh_failed.at})` }
       : {}),
     ...(record.base_url ? { base_url: record.base_url } : {}),
-    credential:
-      credential.type === "api_key"
-        ? {
-            type: "api_key",
-            redacted: redactSecret(credential.api_key),
-            ...(reveal ? { api_key: credential.api_key } : {}),
-          }
-        : {
-            type: "oauth2",
-            token_type: credential.token_type,
-            scopes: credential.scopes,
-            has_refresh_token: Boolean(credential.refresh_token),
-            ...(reveal
-              ? {
-                  access_token: credential.access_token,
-                  ...(credential.refresh_token ? { refresh_token: credential.refresh_token } : {}),
-                }
-              : {}),
-          },
+    credential: credentialView(credential, reveal),
   };
+}
+
+function credentialView(credential: StoredCredential, reveal: boolean): Connection["credential"] {
+  switch (credential.type) {
+    case "api_key":
+      return {
+        type: "api_key",
+        redacted: redactSecret(credential.api_key),
+        ...(reveal ? { api_key: credential.api_key } : {}),
+      };
+    case "aws_sigv4":
+      return {
+        type: "aws_sigv4",
+        access_key_id: credential.access_key_id,
+        redacted: redactSecret(credential.secret_access_key),
+        has_session_token: Boolean(credential.session_token),
+        region: credential.region ?? null,
+        ...(reveal
+          ? {
+              secret_access_key: credential.secret_access_key,
+              ...(credential.session_token ? { session_token: credential.session_token } : {}),
+            }
+          : {}),
+      };
+    case "oauth2":
+      return {
+        type: "oauth2",
+        token_type: credential.token_type,
+        scopes: credential.scopes,
+        has_refresh_token: Boolean(credential.refresh_token),
+        ...(reveal
+          ? {
+              access_token: credential.access_token,
+              ...(credential.refresh_token ? { refresh_token: credential.refresh_token } : {}),
+            }
+          : {}),
+      };
+  }
 }
 
 /**
@@ -328,11 +358,18 @@ export class ConnectionService {
     for (const record of await this.records(vaultId)) {
       let entry = index.get(record.provider);
       if (!entry) {
-        entry = { names: [], defaultConnection: await this.#default(vaultId, record.provider), baseUrls: [] };
+        entry = {
+          names: [],
+          defaultConnection: await this.#default(vaultId, record.provider),
+          baseUrls: [],
+          regions: {},
+        };
         index.set(record.provider, entry);
       }
       entry.names.push(record.connection);
       if (record.base_url && !entry.baseUrls.includes(record.base_url)) entry.baseUrls.push(record.base_url);
+      if (record.credential.type === "aws_sigv4" && record.credential.region)
+        entry.regions[record.connection] = record.credential.region;
     }
     return index;
   }

@@ -1,4 +1,10 @@
-import type { ProxyRoute, ResolvedCredential, ResolveRequest } from "../../api/credentials.ts";
+import type {
+  ProxyRoute,
+  ResolvedCredential,
+  ResolveRequest,
+  SignedRequest,
+  SignRequest,
+} from "../../api/credentials.ts";
 import {
   ConnectionNotFoundError,
   InvalidInputError,
@@ -7,6 +13,8 @@ import {
   TokenExpiredError,
 } from "../../core/errors.ts";
 import { apiKeyHeader } from "../../flows/api-key.ts";
+import { signSigV4 } from "../../flows/aws-sigv4.ts";
+import { awsEndpointOf } from "../../providers/aws-endpoint.ts";
 import { decideRoute, expandBaseUrl, oauthEndpoints, RouteTable } from "../../providers/routing.ts";
 import { type Provider, providerApiUrls } from "../../providers/schema.ts";
 import type { ConnectionRecord, ConnectionService, ProviderConnections } from "./connections.ts";
@@ -14,6 +22,15 @@ import type { Actor, OAuthTokenService } from "./oauth-tokens.ts";
 import type { ProviderRegistry } from "./provider-registry.ts";
 
 const TABLE_CACHE_SIZE = 32;
+/** How long AWS accepts a signature (its allowed clock skew). */
+const SIGNATURE_LIFETIME_MS = 15 * 60_000;
+/** Set by the signer, never taken from the caller. */
+const SIGNER_HEADERS = new Set([
+  "authorization",
+  "x-amz-date",
+  "x-amz-security-token",
+  "x-amz-content-sha256",
+]);
 
 /** The header an OAuth access token goes into; token types other than bearer are sent as given. */
 function oauthHeaderValue(tokenType: string, accessToken: string): string {
@@ -96,25 +113,102 @@ export class CredentialService {
         env: provider.env,
         connections: connections?.names ?? [],
         default_connection: connections?.defaultConnection ?? null,
+        ...(provider.auth_type === "aws_sigv4" ? { regions: connections?.regions ?? {} } : {}),
       };
     });
   }
 
   /** The header for a request; an OAuth token about to expire is refreshed first (audited for `actor`). */
   async resolve(vaultId: string, request: ResolveRequest, actor: Actor): Promise<ResolvedCredential> {
+    const { provider, record } = await this.#connectionFor(vaultId, request, actor);
+    return { provider: provider.name, connection: record.connection, ...this.#header(provider, record) };
+  }
+
+  /**
+   * Signs an AWS request (Signature Version 4) with the connection's secret access key, which never
+   * leaves the daemon: the caller sends the request's canonical parts and payload hash, and gets
+   * the headers to set.
+   */
+  async sign(vaultId: string, request: SignRequest, actor: Actor): Promise<SignedRequest> {
+    const { provider, record } = await this.#connectionFor(vaultId, request, actor);
+    const { credential } = record;
+    if (provider.auth_type !== "aws_sigv4" || credential.type !== "aws_sigv4") {
+      throw new OperationNotAllowedError(
+        `${provider.name} is not a request-signing provider; use POST /api/credentials/resolve for its header`,
+      );
+    }
+    const host = request.host.toLowerCase();
+    const endpoint = awsEndpointOf(host);
+    if (!endpoint) {
+      throw new OperationNotAllowedError(
+        `${host} is not an AWS endpoint; svc signs only for *.amazonaws.com`,
+      );
+    }
+    if (!/^[0-9a-f]{64}$/.test(request.payload_sha256) && !endpoint.s3) {
+      throw new InvalidInputError(
+        `${endpoint.service} does not accept ${request.payload_sha256}; send the body's SHA-256`,
+      );
+    }
+    const headers: Record<string, string> = {};
+    for (const [name, value] of Object.entries(request.headers ?? {})) {
+      if (!SIGNER_HEADERS.has(name.toLowerCase())) headers[name.toLowerCase()] = value;
+    }
+    headers.host = host;
+    const now = this.#now();
+    const signed = signSigV4(
+      {
+        method: request.method,
+        path: request.path ?? "/",
+        query: request.query ?? "",
+        headers,
+        payloadHash: request.payload_sha256,
+      },
+      {
+        accessKeyId: credential.access_key_id,
+        secretAccessKey: credential.secret_access_key,
+        sessionToken: credential.session_token,
+      },
+      {
+        service: endpoint.service,
+        region: endpoint.region,
+        date: now,
+        normalizePath: !endpoint.s3,
+        signPayloadHeader: endpoint.s3,
+      },
+    );
+    return {
+      provider: provider.name,
+      connection: record.connection,
+      service: endpoint.service,
+      region: endpoint.region,
+      headers: signed.headers,
+      expires_at: new Date(now.getTime() + SIGNATURE_LIFETIME_MS).toISOString(),
+    };
+  }
+
+  /** The provider and (fresh) connection record a request belongs to. */
+  async #connectionFor(
+    vaultId: string,
+    request: Pick<ResolveRequest, "host" | "path" | "provider" | "connection">,
+    actor: Actor,
+  ): Promise<{ provider: Provider; record: ConnectionRecord }> {
     try {
-      return await this.#resolve(vaultId, request, actor);
+      return await this.#pickConnection(vaultId, request, actor);
     } catch (error) {
       const missing = error instanceof ConnectionNotFoundError || error instanceof ProviderNotFoundError;
       if (!missing || !(this.#connections.mayBeStale || this.#registry.mayBeStale)) throw error;
       // Another replica may have added it a moment ago, before its notice arrived: ask the store.
       await this.#registry.load();
       this.#connections.dropIndex(vaultId);
-      return this.#resolve(vaultId, request, actor);
+      return this.#pickConnection(vaultId, request, actor);
     }
   }
 
-  async #resolve(vaultId: string, request: ResolveRequest, actor: Actor): Promise<ResolvedCredential> {
+  async #pickConnection(
+    vaultId: string,
+    request: Pick<ResolveRequest, "host" | "path" | "provider" | "connection">,
+    actor: Actor,
+  ): Promise<{ provider: Provider; record: ConnectionRecord }> {
     const index = await this.#connections.index(vaultId);
     const url = request.host === undefined ? undefined : requestUrl(request.host, request.path ?? "/");
     let provider: Provider;
@@ -131,8 +225,7 @@ export class CredentialService {
       throw new ConnectionNotFoundError(`no ${provider.name} connection; run ${loginHint([provider.name])}`);
     }
     const stored = await this.#connections.get(vaultId, provider.name, name);
-    const record = await this.#tokens.fresh(vaultId, provider, stored, actor);
-    return { provider: provider.name, connection: name, ...this.#header(provider, record) };
+    return { provider, record: await this.#tokens.fresh(vaultId, provider, stored, actor) };
   }
 
   #pick(index: Map<string, ProviderConnections>, url: URL): string {
@@ -186,6 +279,11 @@ export class CredentialService {
       }
       const header = apiKeyHeader(provider.api_key, credential.api_key);
       return { header_name: header.name, header_value: header.value, expires_at: null };
+    }
+    if (credential.type === "aws_sigv4") {
+      throw new OperationNotAllowedError(
+        `${provider.name} signs each request with the secret access key, so there is no header to hand out; send the request through \`svc run\` or the library's fetch (POST /api/credentials/sign)`,
+      );
     }
     const expiresAt = credential.expires_at ?? null;
     if (expiresAt && Date.parse(expiresAt) <= this.#now().getTime()) {
