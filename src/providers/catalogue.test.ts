@@ -130,8 +130,10 @@ describe("bundled provider files", () => {
     expect(expected.filter((name) => !byName.has(name))).toEqual([]);
   });
 
-  it("uses the device flow for github, microsoft and google, and DCR for the hosted MCP servers", () => {
-    for (const name of ["github", "microsoft", "google"]) expect(byName.get(name)?.flow).toBe("device_code");
+  it("uses the device flow for github and microsoft, the browser flow for google, and DCR for the hosted MCP servers", () => {
+    for (const name of ["github", "microsoft"]) expect(byName.get(name)?.flow).toBe("device_code");
+    // Google's device flow refuses most scopes (Gmail, Calendar, full Drive).
+    expect(byName.get("google")?.flow).toBe("pkce");
     for (const name of ["notion-mcp", "linear-mcp", "sentry-mcp"])
       expect(byName.get(name)?.flow).toBe("dcr_pkce");
   });
