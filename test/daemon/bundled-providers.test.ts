@@ -339,3 +339,20 @@ describe("placeholders for api_key.env_var", () => {
     expect(p.env).toContain(p.api_key!.env_var);
   });
 });
+
+describe("guided OAuth app creation", () => {
+  it("gives the first Slack login numbered steps: registration page, callback URL and scopes, ready to copy", async () => {
+    const session = await start("slack", { connection: "guided" });
+    expect(session).toMatchObject({ waiting_for: "client_credentials" });
+    const steps = session.client_setup!.steps;
+    expect(steps[0]).toMatchObject({ copy: "https://api.slack.com/apps" });
+    expect(steps).toContainEqual({ text: "Set the app's callback (redirect) URL to:", copy: session.redirect_uri });
+    expect(steps).toContainEqual({ text: "Give the app these user token scopes:", copy: "channels:read chat:write" });
+
+    const html = await (await fetch(session.next!.url)).text();
+    expect(html).toMatch(/<ol class="setup">/);
+    expect(html).toContain(`readonly value="${session.redirect_uri}"`);
+    expect(html).toContain('readonly value="https://api.slack.com/apps"');
+    await t.client.post(`/api/auth/sessions/${session.session_id}/cancel`);
+  });
+});

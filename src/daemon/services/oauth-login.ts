@@ -20,6 +20,7 @@ import {
 import { type OAuthClient, OAuthProtocolError } from "../../flows/oauth/http.ts";
 import { offeredFlows } from "../../flows/oauth/offered-flows.ts";
 import { newPkcePair, newState } from "../../flows/oauth/pkce.ts";
+import { appSetupSteps } from "../../providers/app-setup.ts";
 import { availableFlows, type Flow, type OAuthFlow, type Provider } from "../../providers/schema.ts";
 import type { AuthSessionService, AuthSessionState, OAuthSessionState } from "./auth-sessions.ts";
 import type { ConnectionRecord, ConnectionService, StoredClientCredentials } from "./connections.ts";
@@ -146,6 +147,11 @@ export class OAuthLoginService {
     session.oauth = oauth;
     const client = await this.#client(session, provider);
     if (!client) {
+      oauth.setup = appSetupSteps(provider, {
+        flow,
+        callbackUrl: oauth.redirectUri,
+        scopes: session.scopes ?? provider.oauth?.scopes ?? [],
+      });
       await this.#sessions.waitFor(session, "client_credentials", (next) => {
         next.oauth = oauth;
       });
@@ -250,7 +256,8 @@ export class OAuthLoginService {
 
   async #start(session: AuthSessionState, provider: Provider, client: OAuthClient): Promise<void> {
     const { client_secret: _secret, ...clientWithoutSecret } = client;
-    const oauth: OAuthSessionState = { ...session.oauth!, client: clientWithoutSecret };
+    const { setup: _setup, ...rest } = session.oauth!;
+    const oauth: OAuthSessionState = { ...rest, client: clientWithoutSecret };
     if (session.flow === "device_code") {
       const device = await requestDeviceAuthorization(
         requireEndpoint(oauth.endpoints, "device_authorization", provider.name),
