@@ -46,8 +46,8 @@ function urlsOf(provider: Provider): { field: string; value: string }[] {
 }
 
 describe("bundled provider files", () => {
-  it("holds at least 100 providers", () => {
-    expect(files.length).toBeGreaterThanOrEqual(100);
+  it("holds at least 140 providers", () => {
+    expect(files.length).toBeGreaterThanOrEqual(140);
     expect(providers).toHaveLength(files.length);
   });
 
