@@ -528,7 +528,9 @@ export function formatZodIssues(issues: readonly core.$ZodIssue[], input?: unkno
       continue;
     }
     let message = issue.message;
-    if (issue.code === "invalid_type" && / received undefined$/.test(message)) message = "is required";
+    // A record key that fails its pattern: say why, not just "Invalid key in record".
+    if (issue.code === "invalid_key" && issue.issues[0]) message = issue.issues[0].message;
+    else if (issue.code === "invalid_type" && / received undefined$/.test(message)) message = "is required";
     else if (
       message === "Invalid input" &&
       input !== undefined &&

@@ -346,8 +346,14 @@ describe("guided OAuth app creation", () => {
     expect(session).toMatchObject({ waiting_for: "client_credentials" });
     const steps = session.client_setup!.steps;
     expect(steps[0]).toMatchObject({ copy: "https://api.slack.com/apps" });
-    expect(steps).toContainEqual({ text: "Set the app's callback (redirect) URL to:", copy: session.redirect_uri });
-    expect(steps).toContainEqual({ text: "Give the app these user token scopes:", copy: "channels:read chat:write" });
+    expect(steps).toContainEqual({
+      text: "Set the app's callback (redirect) URL to:",
+      copy: session.redirect_uri,
+    });
+    expect(steps).toContainEqual({
+      text: "Give the app these user token scopes:",
+      copy: "channels:read chat:write",
+    });
 
     const html = await (await fetch(session.next!.url)).text();
     expect(html).toMatch(/<ol class="setup">/);
