@@ -27,12 +27,15 @@ describe("checkCatalogue", () => {
     expect(checkCatalogue(loadBundledProviders())).toEqual([]);
   });
 
-  it("gives every provider sources and a checked date", () => {
+  it("gives every provider sources, and a checked date only to files re-read against them", () => {
     const providers = loadBundledProviders();
     for (const provider of providers) {
       expect(provider.sources, provider.name).toBeDefined();
-      expect(provider.checked, provider.name).toMatch(/^\d{4}-\d{2}-\d{2}$/);
+      if (provider.checked !== undefined)
+        expect(provider.checked, provider.name).toMatch(/^\d{4}-\d{2}-\d{2}$/);
     }
+    // The files seeded from their own docs_url were never re-read: they carry no date.
+    expect(providers.filter((provider) => provider.checked === undefined).length).toBeGreaterThan(0);
   });
 
   it("refuses a host claimed by two providers that do not declare each other", () => {
@@ -79,18 +82,26 @@ describe("checkCatalogue", () => {
     expect(problems).toEqual(["alpha: docs_url http://127.0.0.1/docs is not https"]);
   });
 
-  it("refuses missing sources, sources for absent fields, and a missing date", () => {
-    const { checked: _checked, ...undated } = apiKeyProvider("alpha", {
-      sources: { api_url: docs, "api_key.key_pattern": docs },
-    });
-    expect(checkCatalogue([undated as ProviderDefinition])).toEqual([
+  it("refuses missing sources and sources for absent fields", () => {
+    const wrong = apiKeyProvider("alpha", { sources: { api_url: docs, "api_key.key_pattern": docs } });
+    expect(checkCatalogue([wrong])).toEqual([
       "alpha: sources names api_key.key_pattern, which the definition lacks",
-      "alpha: no checked date",
     ]);
     const { sources: _sources, ...unsourced } = apiKeyProvider("beta");
     expect(checkCatalogue([unsourced as ProviderDefinition])).toEqual([
       "beta: sources names no page for api_url",
       "beta: sources names no page for api_key",
+    ]);
+  });
+
+  it("accepts sources that were not re-checked: the file then carries no date", () => {
+    const { checked: _checked, ...undated } = apiKeyProvider("alpha");
+    expect(checkCatalogue([undated as ProviderDefinition])).toEqual([]);
+  });
+
+  it("refuses a checked date in the future: a date says when the sources were read", () => {
+    expect(checkCatalogue([apiKeyProvider("alpha", { checked: "2999-01-01" })])).toEqual([
+      "alpha: checked 2999-01-01 is in the future",
     ]);
   });
 

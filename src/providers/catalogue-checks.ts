@@ -1,7 +1,8 @@
 /**
  * Rules the bundled catalogue keeps as a whole, beyond what the schema checks per file: flows that
  * match the endpoints present, hosts and variables claimed twice only by declared pairs, every SDK
- * variable among the placeholders, https everywhere, and a source for every field.
+ * variable among the placeholders, https everywhere, and a source for every field (with a date only
+ * when the fields were re-read against it).
  * `checkCatalogue` returns one line per problem (empty when the catalogue is sound).
  */
 import { oauthEndpoints, RouteTable } from "./routing.ts";
@@ -68,8 +69,12 @@ function httpsProblems(provider: Definition): string[] {
     .map(({ field, value }) => `${provider.name}: ${field} ${value} is not https`);
 }
 
-/** `sources` names fields the definition has (a whole section, or one field in it) and comes with a date. */
-function sourceProblems(provider: Definition): string[] {
+/**
+ * `sources` names fields the definition has (a whole section, or one field in it). `checked` is
+ * optional: it records the day the fields were last compared with their sources, so a file whose
+ * sources were never re-read carries none, and no date lies in the future.
+ */
+function sourceProblems(provider: Definition, today: string): string[] {
   const problems: string[] = [];
   const sources = provider.sources ?? {};
   const section = provider.auth_type === "oauth2" ? "oauth" : "api_key";
@@ -87,7 +92,9 @@ function sourceProblems(provider: Definition): string[] {
     if (value === undefined)
       problems.push(`${provider.name}: sources names ${field}, which the definition lacks`);
   }
-  if (!provider.checked) problems.push(`${provider.name}: no checked date`);
+  if (provider.checked && provider.checked > today) {
+    problems.push(`${provider.name}: checked ${provider.checked} is in the future`);
+  }
   return problems;
 }
 
@@ -151,12 +158,15 @@ function endpointProblems(provider: Definition): string[] {
     .map((entry) => `${provider.name}: api_url ${entry} is one of its own OAuth endpoints`);
 }
 
-export function checkCatalogue(providers: readonly Definition[]): string[] {
+export function checkCatalogue(
+  providers: readonly Definition[],
+  today: string = new Date().toISOString().slice(0, 10),
+): string[] {
   return [
     ...providers.flatMap((provider) => [
       ...flowProblems(provider),
       ...httpsProblems(provider),
-      ...sourceProblems(provider),
+      ...sourceProblems(provider, today),
       ...endpointProblems(provider),
       ...(provider.api_key?.env_var && !provider.env.includes(provider.api_key.env_var)
         ? [`${provider.name}: api_key.env_var ${provider.api_key.env_var} is not in env`]

@@ -11,20 +11,25 @@ function row(cells: string[], widths: number[]): string {
   return `| ${cells.map((cell, index) => cell.padEnd(widths[index]!)).join(" | ")} |`;
 }
 
-/** Each documentation page once, named by the fields it backs, then the date they were checked. */
+/**
+ * Each documentation page once, named by the fields it backs, then whether the fields were verified
+ * against those pages (and when) or the sources were recorded without being re-read.
+ */
 function sourcesCell(provider: Provider): string {
   const fields = new Map<string, string[]>();
   for (const [field, url] of Object.entries(provider.sources ?? { "(all)": provider.docs_url })) {
     fields.set(url, [...(fields.get(url) ?? []), field]);
   }
   const links = [...fields].map(([url, names]) => `[${names.join(", ")}](${url.replaceAll("|", "%7C")})`);
-  return `${links.join("; ")}${provider.checked ? ` (${provider.checked})` : ""}`;
+  const status = provider.checked ? `verified ${provider.checked}` : "sources not re-checked";
+  return `${links.join("; ")} (${status})`;
 }
 
 /** The section body (heading included), ending with a newline. */
 export function renderBundledTable(providers: readonly Provider[]): string {
   const counts = FLOWS.map((flow) => `${providers.filter((p) => p.flow === flow).length} ${flow}`);
-  const header = ["name", "display name", "auth type", "flow", "api_url", "sources (checked)"];
+  const header = ["name", "display name", "auth type", "flow", "api_url", "sources (verified)"];
+  const verified = providers.filter((provider) => provider.checked).length;
   const rows = providers.map((provider) => [
     `\`${provider.name}\``,
     provider.display_name.replaceAll("|", "\\|"),
@@ -39,7 +44,7 @@ export function renderBundledTable(providers: readonly Provider[]): string {
   return [
     TABLE_HEADING,
     "",
-    `${providers.length} providers: ${counts.join(", ")}. Generated from the bundled files by \`npm run docs:providers\`: name, auth type, flow, api_url, and for each group of fields the provider documentation page it was read from (\`sources\`), with the date the file was last checked against them.`,
+    `${providers.length} providers: ${counts.join(", ")}; ${verified} verified against their sources, ${providers.length - verified} not re-checked. Generated from the bundled files by \`npm run docs:providers\`: name, auth type, flow, api_url, and for each group of fields the provider documentation page it was read from (\`sources\`), then "verified <date>" when the fields were compared with those pages on that date (\`checked\`), or "sources not re-checked" when the file names its pages but nobody has re-read them yet.`,
     "",
     row(header, widths),
     `| ${widths.map((width) => "-".repeat(width)).join(" | ")} |`,
