@@ -76,6 +76,19 @@ export const AuthSessionSchema = z
       .string()
       .optional()
       .describe("OAuth: the callback URL; register it with the provider when you create an OAuth app."),
+    client_setup: z
+      .object({
+        steps: z.array(
+          z.object({
+            text: z.string(),
+            copy: z.string().optional().describe("A value to paste into the provider's settings."),
+          }),
+        ),
+      })
+      .optional()
+      .describe(
+        "While waiting for client_credentials: how to create the OAuth app, step by step (registration page, callback URL, scopes).",
+      ),
     created_at: z.string(),
     expires_at: z.string(),
     error: z

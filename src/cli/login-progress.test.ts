@@ -50,6 +50,35 @@ describe("instructions", () => {
     ]);
   });
 
+  it("numbers the steps to create the OAuth app, each value to paste on a line of its own", () => {
+    const guided = session({
+      ...credentials,
+      client_setup: {
+        steps: [
+          {
+            text: "Open Slack's app registration page and create a Slack app:",
+            copy: "https://api.slack.com/apps",
+          },
+          {
+            text: "Set the app's callback (redirect) URL to:",
+            copy: "http://127.0.0.1:7998/auth/callback/oauth",
+          },
+          { text: "Copy the app's client ID and client secret into the form svc opened." },
+        ],
+      },
+    });
+    expect(instructions(undefined, guided, "Slack")).toEqual([
+      "Slack needs the client ID and secret of an OAuth app of yours.",
+      "1. Open Slack's app registration page and create a Slack app:",
+      "  https://api.slack.com/apps",
+      "2. Set the app's callback (redirect) URL to:",
+      "  http://127.0.0.1:7998/auth/callback/oauth",
+      "3. Copy the app's client ID and client secret into the form svc opened.",
+      "Open this link in a browser to enter the client ID and secret:",
+      `  ${INPUT}`,
+    ]);
+  });
+
   it("names the sign-in page, again whenever the link changes, and not while it stays", () => {
     expect(instructions(credentials, authorization, "GitHub")).toEqual([
       "Open this link in a browser to sign in to GitHub:",

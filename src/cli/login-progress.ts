@@ -22,9 +22,14 @@ export function instructions(
     case "client_credentials":
       return [
         `${name} needs the client ID and secret of an OAuth app of yours.`,
-        ...(session.redirect_uri
-          ? ["Register this callback URL in the app's settings:", `  ${session.redirect_uri}`]
-          : []),
+        ...(session.client_setup
+          ? session.client_setup.steps.flatMap((step, index) => [
+              `${index + 1}. ${step.text}`,
+              ...(step.copy ? [`  ${step.copy}`] : []),
+            ])
+          : session.redirect_uri
+            ? ["Register this callback URL in the app's settings:", `  ${session.redirect_uri}`]
+            : []),
         "Open this link in a browser to enter the client ID and secret:",
         `  ${url}`,
       ];

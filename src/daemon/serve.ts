@@ -188,7 +188,7 @@ async function createContext(
     now,
     providers,
     connections,
-    credentials: new CredentialService(providers, connections, oauthTokens, now),
+    credentials: new CredentialService(providers, connections, oauthTokens, oauthEndpoints, now),
     authSessions,
     oauthLogins,
     oauthTokens,

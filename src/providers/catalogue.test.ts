@@ -2,7 +2,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { BUNDLED_PROVIDERS_DIR, loadBundledProviders, parseBundledProviderFile } from "./catalogue.ts";
-import { withBundledTable } from "./catalogue-table.ts";
+import { renderBundledTable, withBundledTable } from "./catalogue-table.ts";
 import {
   API_URL_REGEX_PREFIX,
   BASE_URL_PLACEHOLDER,
@@ -46,8 +46,8 @@ function urlsOf(provider: Provider): { field: string; value: string }[] {
 }
 
 describe("bundled provider files", () => {
-  it("holds at least 100 providers", () => {
-    expect(files.length).toBeGreaterThanOrEqual(100);
+  it("holds at least 140 providers", () => {
+    expect(files.length).toBeGreaterThanOrEqual(140);
     expect(providers).toHaveLength(files.length);
   });
 
@@ -130,8 +130,10 @@ describe("bundled provider files", () => {
     expect(expected.filter((name) => !byName.has(name))).toEqual([]);
   });
 
-  it("uses the device flow for github, microsoft and google, and DCR for the hosted MCP servers", () => {
-    for (const name of ["github", "microsoft", "google"]) expect(byName.get(name)?.flow).toBe("device_code");
+  it("uses the device flow for github and microsoft, the browser flow for google, and DCR for the hosted MCP servers", () => {
+    for (const name of ["github", "microsoft"]) expect(byName.get(name)?.flow).toBe("device_code");
+    // Google's device flow refuses most scopes (Gmail, Calendar, full Drive).
+    expect(byName.get("google")?.flow).toBe("pkce");
     for (const name of ["notion-mcp", "linear-mcp", "sentry-mcp"])
       expect(byName.get(name)?.flow).toBe("dcr_pkce");
   });
@@ -240,6 +242,17 @@ describe("parseBundledProviderFile", () => {
 });
 
 describe("docs/providers.md", () => {
+  it("tells a file re-read against its sources (with the date) from one whose sources were not re-checked", () => {
+    const [checked, unchecked] = ["openai", "anthropic"].map((name) => ({ ...byName.get(name)! }));
+    checked!.checked = "2026-11-23";
+    delete unchecked!.checked;
+    const table = renderBundledTable([checked!, unchecked!]);
+    const rows = table.split("\n").filter((line) => line.startsWith("| `"));
+    expect(rows[0]).toMatch(/\(verified 2026-11-23\)\s*\|$/);
+    expect(rows[1]).toMatch(/\(sources not re-checked\)\s*\|$/);
+    expect(table).toMatch(/1 verified against their sources, 1 not re-checked/);
+  });
+
   it("lists exactly the bundled catalogue (regenerate with `npm run docs:providers`)", () => {
     const document = readFileSync(new URL("../../docs/providers.md", import.meta.url), "utf8");
     expect(document).toBe(withBundledTable(document, loadBundledProviders()));

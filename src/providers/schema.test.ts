@@ -417,3 +417,44 @@ describe("aws_sigv4 providers", () => {
     expect(message).toContain('oauth: is only allowed when auth_type is "oauth2"');
   });
 });
+
+describe("token formats and scope presets", () => {
+  it("sends only documented token types, as the definition maps them", async () => {
+    const { oauthAuthorization } = await import("./schema.ts");
+    expect(oauthAuthorization(undefined, "Bearer", "t")).toBe("Bearer t");
+    expect(oauthAuthorization(undefined, "bot", "t")).toBeUndefined();
+    expect(oauthAuthorization({ token_types: { bot: "Bearer" } }, "BOT", "t")).toBe("Bearer t");
+    expect(oauthAuthorization({ token_types: { bearer: null } }, "bearer", "t")).toBe("t");
+  });
+
+  it("expands preset names and keeps other scopes", async () => {
+    const { expandScopePresets } = await import("./schema.ts");
+    const oauth = { scope_presets: { gmail: ["https://www.googleapis.com/auth/gmail.modify"] } };
+    expect(expandScopePresets(oauth, ["gmail", "openid", "gmail"])).toEqual([
+      "https://www.googleapis.com/auth/gmail.modify",
+      "openid",
+    ]);
+  });
+
+  it("refuses an upper-case token type, a bad path, and a non-https app registration page", () => {
+    const bad = {
+      name: "x",
+      display_name: "X",
+      description: "x",
+      auth_type: "oauth2",
+      flow: "pkce",
+      api_url: "api.x.example.com",
+      oauth: {
+        authorization_url: "https://x.example.com/a",
+        token_url: "https://x.example.com/t",
+        token_types: { Bearer: "Bearer" },
+        token_path: "authed user",
+        app_setup: { url: "http://x.example.com/apps", app_type: "an app" },
+      },
+      docs_url: "https://x.example.com/docs",
+    };
+    expect(() => parseProviderDefinition(bad)).toThrow(
+      /oauth\.token_types\.Bearer: .*lower-case.*oauth\.token_path: .*oauth\.app_setup\.url: must use https/,
+    );
+  });
+});

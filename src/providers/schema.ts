@@ -41,6 +41,12 @@ export const HEADER_NAME_PATTERN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 export const BASE_URL_PLACEHOLDER = "{base_url}";
 /** The prefix of a regular-expression `api_url` entry. */
 export const API_URL_REGEX_PREFIX = "regex:";
+/** A scope preset name. */
+export const SCOPE_PRESET_PATTERN = /^[a-z0-9][a-z0-9-]{0,31}$/;
+/** A `checked` date. */
+const DATE_PATTERN = /^\d{4}-\d{2}-\d{2}$/;
+/** What an OAuth token type is sent as when the definition names none. */
+export const DEFAULT_TOKEN_TYPES: Readonly<Record<string, string | null>> = { bearer: "Bearer" };
 /** The hosts on which plain `http:` is accepted. */
 export const LOOPBACK_HOSTS: ReadonlySet<string> = new Set(["localhost", "127.0.0.1", "[::1]"]);
 
@@ -175,6 +181,50 @@ export const OAuthConfigSchema = z
     base_url: OAuthUrl.optional().meta({
       description: "Default value of {base_url} for multi-tenant providers (a connection may override it).",
     }),
+    scope_param: z
+      .string()
+      .regex(/^[A-Za-z0-9_.-]+$/, "must be a query parameter name")
+      .optional()
+      .meta({
+        description:
+          'The authorization parameter that carries the scopes (default "scope"; Slack: "user_scope").',
+      }),
+    scope_presets: z
+      .record(
+        z.string().regex(SCOPE_PRESET_PATTERN, "must be a preset name (a-z, 0-9, -)"),
+        z.array(NonEmpty).min(1),
+      )
+      .optional()
+      .meta({ description: "Named scope sets a login may ask for by name (`--scopes gmail`)." }),
+    token_types: z
+      .record(
+        z.string().regex(/^[a-z0-9_.-]+$/, "must be a lower-case token type"),
+        z
+          .string()
+          .regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, "must be an HTTP auth scheme")
+          .nullable(),
+      )
+      .optional()
+      .meta({
+        description:
+          'How each token_type the token endpoint answers is sent: the Authorization scheme, or null for the raw token. Default {"bearer": "Bearer"}; any other type is refused.',
+      }),
+    token_path: z
+      .string()
+      .regex(/^[A-Za-z0-9_]+(\.[A-Za-z0-9_]+)*$/, "must be a dotted path of member names")
+      .optional()
+      .meta({ description: 'Where the token response nests the token (Slack user tokens: "authed_user").' }),
+    app_setup: z
+      .strictObject({
+        url: z.string().superRefine(refineWith((v) => checkHttpsUrl(v, false))),
+        app_type: NonEmpty,
+        steps: z.array(NonEmpty).default([]),
+      })
+      .optional()
+      .meta({
+        description:
+          "Where and how to create the OAuth app a login needs: the registration page, the app type to pick, and any further settings.",
+      }),
   })
   .meta({ description: "OAuth 2.0 endpoints and client settings (auth_type oauth2)." });
 
@@ -227,6 +277,24 @@ const definitionShape = {
     .string()
     .superRefine(refineWith((v) => checkHttpsUrl(v, false)))
     .meta({ description: "The provider documentation these settings come from." }),
+  sources: z
+    .record(
+      z.string().regex(/^[a-z_]+(\.[a-z_]+)*$/, "must be a field path such as oauth.token_url"),
+      z.string().superRefine(refineWith((v) => checkHttpsUrl(v, false))),
+    )
+    .optional()
+    .meta({
+      description: "Where each non-obvious field was read: field path to the provider's documentation URL.",
+    }),
+  checked: z
+    .string()
+    .regex(DATE_PATTERN, "must be a date (YYYY-MM-DD)")
+    .optional()
+    .meta({ description: "When the fields were last checked against the sources." }),
+  shares_with: z.array(z.string().regex(PROVIDER_NAME_PATTERN, "must be a provider name")).optional().meta({
+    description:
+      "Providers for the same service (an OAuth and a token variant) that may claim the same hosts and variables; a request names the provider when both are connected.",
+  }),
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -251,18 +319,50 @@ export function defaultTokenAuthMethod(flow: Flow): TokenAuthMethod {
 }
 
 /**
- * The flows a provider can log in with: its own, and any other OAuth flow whose endpoints the
- * definition names (an issuer may provide them all through discovery).
+ * The flows a provider's definition offers: its own, and any other OAuth flow whose endpoints the
+ * definition names. An `issuer` alone offers nothing more: what it supports is known only from the
+ * metadata it publishes (`offeredFlows` in flows/oauth/offered-flows.ts). A `dcr_pkce` provider's
+ * clients come from registration only, so it offers no `pkce` with a client of the person's own.
  */
 export function availableFlows(provider: Pick<ProviderDefinition, "flow" | "oauth">): Flow[] {
   const oauth = provider.oauth;
   if (!oauth) return [provider.flow];
   const flows = new Set<Flow>([provider.flow]);
-  const discoverable = Boolean(oauth.issuer);
-  if (discoverable || (oauth.authorization_url && oauth.token_url)) flows.add("pkce");
-  if (discoverable || (oauth.device_authorization_url && oauth.token_url)) flows.add("device_code");
-  if ((discoverable || oauth.registration_endpoint) && !oauth.client_id) flows.add("dcr_pkce");
+  if (provider.flow !== "dcr_pkce" && oauth.authorization_url && oauth.token_url) flows.add("pkce");
+  if (oauth.device_authorization_url && oauth.token_url) flows.add("device_code");
+  if (oauth.registration_endpoint && !oauth.client_id) flows.add("dcr_pkce");
   return FLOWS.filter((flow) => flows.has(flow));
+}
+
+/**
+ * The Authorization header value for an OAuth token, or undefined when the token endpoint answered
+ * a token type the definition does not document (it is then never sent).
+ */
+export function oauthAuthorization(
+  oauth: Pick<OAuthConfig, "token_types"> | undefined,
+  tokenType: string,
+  accessToken: string,
+): string | undefined {
+  const types = oauth?.token_types ?? DEFAULT_TOKEN_TYPES;
+  const key = tokenType.toLowerCase();
+  if (!Object.hasOwn(types, key)) return undefined;
+  const scheme = types[key];
+  return scheme === null || scheme === undefined ? accessToken : `${scheme} ${accessToken}`;
+}
+
+/** The token types a definition documents, for messages. */
+export function documentedTokenTypes(oauth: Pick<OAuthConfig, "token_types"> | undefined): string[] {
+  return Object.keys(oauth?.token_types ?? DEFAULT_TOKEN_TYPES);
+}
+
+/** Scopes with preset names (`gmail`) replaced by the preset's scopes, duplicates dropped. */
+export function expandScopePresets(
+  oauth: Pick<OAuthConfig, "scope_presets"> | undefined,
+  scopes: string[],
+): string[] {
+  const presets = oauth?.scope_presets ?? {};
+  const out = scopes.flatMap((scope) => (Object.hasOwn(presets, scope) ? presets[scope]! : [scope]));
+  return [...new Set(out)];
 }
 
 function apiUrlEntries(apiUrl: string | string[]): string[] {
@@ -433,7 +533,9 @@ export function formatZodIssues(issues: readonly core.$ZodIssue[], input?: unkno
       continue;
     }
     let message = issue.message;
-    if (issue.code === "invalid_type" && / received undefined$/.test(message)) message = "is required";
+    // A record key that fails its pattern: say why, not just "Invalid key in record".
+    if (issue.code === "invalid_key" && issue.issues[0]) message = issue.issues[0].message;
+    else if (issue.code === "invalid_type" && / received undefined$/.test(message)) message = "is required";
     else if (
       message === "Invalid input" &&
       input !== undefined &&

@@ -70,7 +70,6 @@ describe("credential routing and resolve", () => {
         auth_type: "oauth2",
         api_url: ["api.github.com", "uploads.github.com"],
         oauth_endpoints: [
-          "https://github.com/login/oauth/authorize",
           "https://github.com/login/oauth/access_token",
           "https://github.com/login/device/code",
         ],

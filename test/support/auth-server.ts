@@ -54,6 +54,15 @@ export interface AuthServerOptions {
   oauthMetadata?: boolean;
   /** Also serve /.well-known/openid-configuration (oidc-provider's own). Default true. */
   openidMetadata?: boolean;
+  /** Offer the device flow (RFC 8628) and publish it in the metadata. Default true. */
+  deviceFlow?: boolean;
+  /** Offer dynamic client registration (RFC 7591) and publish it in the metadata. Default true. */
+  registration?: boolean;
+  /**
+   * Rewrites successful token responses, to answer like a provider that departs from RFC 6749
+   * (Slack nests a user token under `authed_user` and says `token_type: "user"`).
+   */
+  tokenResponse?: (body: Record<string, unknown>) => Record<string, unknown>;
 }
 
 export interface StaticClientMeta {
@@ -179,6 +188,7 @@ export async function startAuthServer(options: AuthServerOptions = {}): Promise<
   provider.use(interactionRoutes(provider, mountPath));
   provider.use(recorder({ tokenRequests, revocations, registrations }));
   provider.use(deviceInterval(options.deviceInterval ?? 1));
+  if (options.tokenResponse) provider.use(rewriteTokenResponses(options.tokenResponse));
   const handle = provider.callback();
   server.on("request", (req: IncomingMessage, res: ServerResponse) => {
     const inner = providerPath(req.url ?? "/", mountPath, options);
@@ -191,7 +201,14 @@ export async function startAuthServer(options: AuthServerOptions = {}): Promise<
     handle(req, res);
   });
 
-  const endpoint = (name: string) => provider.urlFor(name);
+  // A disabled feature has no route: its endpoint is then "".
+  const endpoint = (name: string) => {
+    try {
+      return provider.urlFor(name);
+    } catch {
+      return "";
+    }
+  };
   return {
     issuer,
     endpoints: {
@@ -283,7 +300,7 @@ async function configuration(
       devInteractions: { enabled: false },
       rpInitiatedLogout: { enabled: false },
       resourceIndicators: { enabled: false },
-      registration: { enabled: true },
+      registration: { enabled: options.registration ?? true },
       revocation: {
         enabled: true,
         allowedPolicy: (_ctx, client, token) => token.clientId === client.clientId,
@@ -294,7 +311,7 @@ async function configuration(
           client.clientId === introspector.client_id || token.clientId === client.clientId,
       },
       deviceFlow: {
-        enabled: true,
+        enabled: options.deviceFlow ?? true,
         userCodeInputSource: (ctx, form, out, err) => {
           const error = err ? errorMarker(err.name, describeError(err.message, out?.error_description)) : "";
           ctx.body = page(
@@ -508,6 +525,19 @@ function deviceInterval(seconds: number): Middleware {
     const oidc = ctx.oidc as KoaContextWithOIDC["oidc"] | undefined;
     if (oidc?.route === "device_authorization" && ctx.status === 200) {
       ctx.body = { ...(ctx.body as object), interval: seconds };
+    }
+  };
+}
+
+/** Applies `tokenResponse` to every successful token endpoint answer. */
+function rewriteTokenResponses(
+  rewrite: (body: Record<string, unknown>) => Record<string, unknown>,
+): Middleware {
+  return async (ctx, next) => {
+    await next();
+    const oidc = ctx.oidc as KoaContextWithOIDC["oidc"] | undefined;
+    if (oidc?.route === "token" && ctx.status === 200) {
+      ctx.body = rewrite({ ...(ctx.body as Record<string, unknown>) });
     }
   };
 }

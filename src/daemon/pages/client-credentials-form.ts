@@ -1,4 +1,5 @@
 import type { FastifyReply } from "fastify";
+import type { SetupStep } from "../../providers/app-setup.ts";
 import type { Provider } from "../../providers/schema.ts";
 import type { AuthSessionState } from "../services/auth-sessions.ts";
 import { escapeHtml, sendPage } from "./html.ts";
@@ -18,22 +19,23 @@ export function sendClientCredentialsForm(
   const action = `/api/auth/sessions/${encodeURIComponent(session.id)}/input`;
   const needsSecret = provider.oauth?.token_auth_method !== "none";
   const callback = session.oauth?.redirectUri ?? "";
+  const steps = session.oauth?.setup ?? [];
   return sendPage(
     reply,
     status,
     `Connect ${provider.display_name}`,
     `<h1>Connect ${escapeHtml(provider.display_name)}</h1>
-<p>${escapeHtml(provider.display_name)} needs an OAuth app of your own. Create one in its developer settings${
-      session.flow === "device_code" ? "" : " with this callback URL"
-    }, then paste its credentials below. svc stores them encrypted and reuses them for later logins.</p>
+<p>${escapeHtml(provider.display_name)} needs an OAuth app of your own. svc stores its client ID and secret encrypted and reuses them for later logins.</p>
 ${
-  session.flow === "device_code"
-    ? ""
-    : `<p><label for="callback">Callback URL</label><input id="callback" type="text" readonly value="${escapeHtml(callback)}"></p>`
+  steps.length > 0
+    ? `<ol class="setup">${steps.map((step, index) => setupStep(step, index)).join("")}</ol>`
+    : session.flow === "device_code"
+      ? ""
+      : `<p><label for="callback">Callback URL</label><input id="callback" type="text" readonly value="${escapeHtml(callback)}"></p>`
 }
 <p class="muted">Connection <strong>${escapeHtml(session.connection)}</strong>${
       provider.docs_url
-        ? ` · <a href="${escapeHtml(provider.docs_url)}" rel="noreferrer noopener" target="_blank">how to create the app</a>`
+        ? ` · <a href="${escapeHtml(provider.docs_url)}" rel="noreferrer noopener" target="_blank">${escapeHtml(provider.display_name)}'s documentation</a>`
         : ""
     }</p>
 ${error ? `<p class="error" role="alert">${escapeHtml(error)}</p>` : ""}
@@ -47,6 +49,15 @@ ${error ? `<p class="error" role="alert">${escapeHtml(error)}</p>` : ""}
 <button type="submit">Save and continue</button>
 </form>`,
   );
+}
+
+/** One numbered step; a value to paste elsewhere sits in a read-only field, ready to copy. */
+function setupStep(step: SetupStep, index: number): string {
+  const id = `setup-${index + 1}`;
+  const value = step.copy
+    ? `<input id="${id}" type="text" readonly value="${escapeHtml(step.copy)}" aria-label="${escapeHtml(step.text)}">`
+    : "";
+  return `<li><span>${escapeHtml(step.text)}</span>${value}</li>`;
 }
 
 /** After the client is saved: the way on to the provider's sign-in (a link: forms may not redirect off-site under the CSP). */

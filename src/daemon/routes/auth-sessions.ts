@@ -21,7 +21,7 @@ import {
 } from "../../core/errors.ts";
 import { checkApiKey } from "../../flows/api-key.ts";
 import { parseAwsCredentials } from "../../flows/aws-credentials.ts";
-import { availableFlows, type Provider } from "../../providers/schema.ts";
+import { expandScopePresets, type Provider } from "../../providers/schema.ts";
 import type { DaemonContext } from "../context.ts";
 import { sendApiKeyForm } from "../pages/api-key-form.ts";
 import { sendClientCredentialsForm, sendContinuePage } from "../pages/client-credentials-form.ts";
@@ -108,7 +108,7 @@ export function authSessionRoutes(context: DaemonContext): FastifyPluginAsyncZod
     const scope = await callerScope(context, request);
     const provider = context.providers.get(body.provider);
     const flow = body.flow ?? provider.flow;
-    const flows = availableFlows(provider);
+    const flows = await oauthLogins.offeredFlows(provider, body.base_url, flow);
     if (!flows.includes(flow)) {
       throw new InvalidInputError(
         `${provider.name} cannot log in with the ${flow} flow; it supports ${flows.join(", ")}`,
@@ -128,7 +128,7 @@ export function authSessionRoutes(context: DaemonContext): FastifyPluginAsyncZod
       flow,
       force,
       via,
-      ...(body.scopes ? { scopes: body.scopes } : {}),
+      ...(body.scopes ? { scopes: expandScopePresets(provider.oauth, body.scopes) } : {}),
       ...(body.base_url ? { baseUrl: body.base_url.replace(/\/+$/, "") } : {}),
       daemonUrl: daemonBaseUrl(context, request),
     });

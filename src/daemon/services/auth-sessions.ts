@@ -17,6 +17,7 @@ import {
 import type { OAuthEndpoints } from "../../flows/oauth/endpoints.ts";
 import type { DeviceAuthorization } from "../../flows/oauth/grants.ts";
 import type { OAuthClient } from "../../flows/oauth/http.ts";
+import type { SetupStep } from "../../providers/app-setup.ts";
 import type { Flow } from "../../providers/schema.ts";
 import type { RuntimeState } from "../../store/runtime-state.ts";
 import { BROWSER_HANDLE_PREFIX } from "./browser-sessions.ts";
@@ -54,6 +55,8 @@ export interface OAuthSessionState {
   verifier?: string;
   authorizationUrl?: string;
   device?: DeviceAuthorization & { expiresAt: Date };
+  /** While the person must create an OAuth app: how, step by step. */
+  setup?: SetupStep[];
 }
 
 export interface AuthSessionState {
@@ -440,6 +443,9 @@ export function sessionView(session: AuthSessionState): AuthSession {
         }
       : {}),
     ...(session.oauth ? { redirect_uri: session.oauth.redirectUri } : {}),
+    ...(session.waitingFor === "client_credentials" && session.oauth?.setup
+      ? { client_setup: { steps: session.oauth.setup } }
+      : {}),
     created_at: session.createdAt.toISOString(),
     expires_at: session.expiresAt.toISOString(),
     ...(session.error ? { error: session.error } : {}),

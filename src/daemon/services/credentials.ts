@@ -16,8 +16,14 @@ import { apiKeyHeader } from "../../flows/api-key.ts";
 import { signSigV4 } from "../../flows/aws-sigv4.ts";
 import { awsEndpointOf } from "../../providers/aws-endpoint.ts";
 import { decideRoute, expandBaseUrl, oauthEndpoints, RouteTable } from "../../providers/routing.ts";
-import { type Provider, providerApiUrls } from "../../providers/schema.ts";
+import {
+  documentedTokenTypes,
+  oauthAuthorization,
+  type Provider,
+  providerApiUrls,
+} from "../../providers/schema.ts";
 import type { ConnectionRecord, ConnectionService, ProviderConnections } from "./connections.ts";
+import type { OAuthEndpointResolver } from "./oauth-endpoints.ts";
 import type { Actor, OAuthTokenService } from "./oauth-tokens.ts";
 import type { ProviderRegistry } from "./provider-registry.ts";
 
@@ -32,10 +38,8 @@ const SIGNER_HEADERS = new Set([
   "x-amz-content-sha256",
 ]);
 
-/** The header an OAuth access token goes into; token types other than bearer are sent as given. */
-function oauthHeaderValue(tokenType: string, accessToken: string): string {
-  return `${tokenType.toLowerCase() === "bearer" ? "Bearer" : tokenType} ${accessToken}`;
-}
+/** A routing-table entry that claims no URL and only lists discovered OAuth endpoints. */
+const DISCOVERED = { name: "(discovered)", api_url: [] as string[] };
 
 function loginHint(providers: string[]): string {
   return providers.map((name) => `\`svc login ${name}\``).join(" or ");
@@ -49,6 +53,7 @@ export class CredentialService {
   readonly #registry: ProviderRegistry;
   readonly #connections: ConnectionService;
   readonly #tokens: OAuthTokenService;
+  readonly #endpoints: OAuthEndpointResolver;
   readonly #now: () => Date;
   readonly #tables = new Map<string, RouteTable>();
 
@@ -56,11 +61,13 @@ export class CredentialService {
     registry: ProviderRegistry,
     connections: ConnectionService,
     tokens: OAuthTokenService,
+    endpoints: OAuthEndpointResolver,
     now: () => Date,
   ) {
     this.#registry = registry;
     this.#connections = connections;
     this.#tokens = tokens;
+    this.#endpoints = endpoints;
     this.#now = now;
   }
 
@@ -70,14 +77,16 @@ export class CredentialService {
       .filter(([, entry]) => entry.baseUrls.length > 0)
       .map(([name, entry]) => `${name}=${entry.baseUrls.join(",")}`)
       .join(";");
-    const key = `${this.#registry.version}|${bases}`;
+    const key = `${this.#registry.version}|${this.#endpoints.version}|${bases}`;
     let table = this.#tables.get(key);
     if (!table) {
-      table = new RouteTable(
-        this.#registry
+      table = new RouteTable([
+        ...this.#registry
           .list()
           .map((provider) => ({ provider, baseUrls: index.get(provider.name)?.baseUrls ?? [] })),
-      );
+        // Endpoints only an issuer's metadata names (hosted MCP servers) are never injected either.
+        { provider: DISCOVERED, oauthEndpoints: this.#endpoints.discoveredEndpoints() },
+      ]);
       if (this.#tables.size >= TABLE_CACHE_SIZE) this.#tables.delete(this.#tables.keys().next().value!);
       this.#tables.set(key, table);
     }
@@ -101,7 +110,7 @@ export class CredentialService {
           if (resolved) apiUrls.add(resolved);
         }
       }
-      const endpoints = new Set(oauthEndpoints(provider));
+      const endpoints = new Set([...oauthEndpoints(provider), ...this.#discoveredOn(provider)]);
       for (const base of bases)
         for (const endpoint of oauthEndpoints(provider, base)) endpoints.add(endpoint);
       return {
@@ -110,7 +119,10 @@ export class CredentialService {
         api_url: [...apiUrls],
         oauth_endpoints: [...endpoints],
         header_name: provider.api_key?.header_name ?? "Authorization",
-        env: provider.env,
+        // The SDK variable belongs to the placeholders even when a definition forgot it in `env`.
+        env: [
+          ...new Set([...provider.env, ...(provider.api_key?.env_var ? [provider.api_key.env_var] : [])]),
+        ],
         connections: connections?.names ?? [],
         default_connection: connections?.defaultConnection ?? null,
         ...(provider.auth_type === "aws_sigv4" ? { regions: connections?.regions ?? {} } : {}),
@@ -211,6 +223,7 @@ export class CredentialService {
   ): Promise<{ provider: Provider; record: ConnectionRecord }> {
     const index = await this.#connections.index(vaultId);
     const url = request.host === undefined ? undefined : requestUrl(request.host, request.path ?? "/");
+    if (url) await this.#discoverIssuerOf(index, url);
     let provider: Provider;
     if (request.provider !== undefined) {
       provider = this.#registry.get(request.provider);
@@ -226,6 +239,38 @@ export class CredentialService {
     }
     const stored = await this.#connections.get(vaultId, provider.name, name);
     return { provider, record: await this.#tokens.fresh(vaultId, provider, stored, actor) };
+  }
+
+  /**
+   * A request to the origin of a connected provider's issuer may be one of the endpoints only its
+   * metadata names (an MCP server's /token and /register): read the metadata first (cached), so
+   * the table knows them. Unreachable metadata refuses the request rather than guess.
+   */
+  async #discoverIssuerOf(index: Map<string, ProviderConnections>, url: URL): Promise<void> {
+    for (const provider of this.#registry.list()) {
+      const issuer = provider.oauth?.issuer;
+      // A definition that names its token endpoint has its endpoints protected already.
+      if (!issuer || provider.oauth?.token_url || !index.has(provider.name)) continue;
+      for (const base of [...(index.get(provider.name)?.baseUrls ?? []), undefined]) {
+        const resolved = expandBaseUrl(issuer, base ?? provider.oauth?.base_url);
+        if (!resolved || new URL(resolved).origin !== url.origin) continue;
+        try {
+          await this.#endpoints.metadata(provider, base);
+        } catch {
+          throw new OperationNotAllowedError(
+            `${url.origin} is ${provider.name}'s authorization server and its metadata could not be read; svc sends no credential there until it can tell the OAuth endpoints apart`,
+          );
+        }
+      }
+    }
+  }
+
+  /** The discovered endpoints on a provider's issuer origin (for the proxy's route list). */
+  #discoveredOn(provider: Provider): string[] {
+    const issuer = provider.oauth?.issuer;
+    if (!issuer || issuer.startsWith("{")) return [];
+    const origin = new URL(issuer).origin;
+    return this.#endpoints.discoveredEndpoints().filter((endpoint) => new URL(endpoint).origin === origin);
   }
 
   #pick(index: Map<string, ProviderConnections>, url: URL): string {
@@ -291,11 +336,14 @@ export class CredentialService {
         `the ${provider.name} access token of "${record.connection}" expired at ${expiresAt}; run ${loginHint([provider.name])} --force`,
       );
     }
-    return {
-      header_name: "Authorization",
-      header_value: oauthHeaderValue(credential.token_type, credential.access_token),
-      expires_at: expiresAt,
-    };
+    // Sent only in a form the provider documents for this token type; anything else would be refused.
+    const value = oauthAuthorization(provider.oauth, credential.token_type, credential.access_token);
+    if (value === undefined) {
+      throw new OperationNotAllowedError(
+        `the ${provider.name} token of "${record.connection}" has token type "${credential.token_type}", which ${provider.name} does not document (${documentedTokenTypes(provider.oauth).join(", ")}); run ${loginHint([provider.name])} --force`,
+      );
+    }
+    return { header_name: "Authorization", header_value: value, expires_at: expiresAt };
   }
 }
 

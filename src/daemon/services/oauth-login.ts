@@ -18,13 +18,15 @@ import {
   type TokenSet,
 } from "../../flows/oauth/grants.ts";
 import { type OAuthClient, OAuthProtocolError } from "../../flows/oauth/http.ts";
+import { offeredFlows } from "../../flows/oauth/offered-flows.ts";
 import { newPkcePair, newState } from "../../flows/oauth/pkce.ts";
-import type { OAuthFlow, Provider } from "../../providers/schema.ts";
+import { appSetupSteps } from "../../providers/app-setup.ts";
+import { availableFlows, type Flow, type OAuthFlow, type Provider } from "../../providers/schema.ts";
 import type { AuthSessionService, AuthSessionState, OAuthSessionState } from "./auth-sessions.ts";
 import type { ConnectionRecord, ConnectionService, StoredClientCredentials } from "./connections.ts";
 import { type DevicePollLeases, leaseMs } from "./device-poll-leases.ts";
 import type { OAuthEndpointResolver } from "./oauth-endpoints.ts";
-import { clientFromStore, credentialFrom } from "./oauth-tokens.ts";
+import { assertDocumentedTokenType, clientFromStore, credentialFrom, tokenFormat } from "./oauth-tokens.ts";
 
 /** The callback path; the redirect URI is the daemon's URL plus this. */
 export const OAUTH_CALLBACK_PATH = "/auth/callback/oauth";
@@ -108,6 +110,17 @@ export class OAuthLoginService {
     }
   }
 
+  /**
+   * The flows a provider offers: the definition's, and with an issuer, those its metadata publishes
+   * (read only when `wanted` is not among the definition's own). Unreachable metadata offers nothing more.
+   */
+  async offeredFlows(provider: Provider, baseUrl: string | undefined, wanted: Flow): Promise<Flow[]> {
+    const flows = availableFlows(provider);
+    if (flows.includes(wanted) || !provider.oauth?.issuer) return flows;
+    const metadata = await this.#endpoints.metadata(provider, baseUrl).catch(() => undefined);
+    return offeredFlows(provider, metadata);
+  }
+
   /** Prepares a new session: the endpoints, a client (or a request for one), then the flow's first step. */
   async begin(session: AuthSessionState, provider: Provider): Promise<void> {
     try {
@@ -134,6 +147,11 @@ export class OAuthLoginService {
     session.oauth = oauth;
     const client = await this.#client(session, provider);
     if (!client) {
+      oauth.setup = appSetupSteps(provider, {
+        flow,
+        callbackUrl: oauth.redirectUri,
+        scopes: session.scopes ?? provider.oauth?.scopes ?? [],
+      });
       await this.#sessions.waitFor(session, "client_credentials", (next) => {
         next.oauth = oauth;
       });
@@ -238,7 +256,8 @@ export class OAuthLoginService {
 
   async #start(session: AuthSessionState, provider: Provider, client: OAuthClient): Promise<void> {
     const { client_secret: _secret, ...clientWithoutSecret } = client;
-    const oauth: OAuthSessionState = { ...session.oauth!, client: clientWithoutSecret };
+    const { setup: _setup, ...rest } = session.oauth!;
+    const oauth: OAuthSessionState = { ...rest, client: clientWithoutSecret };
     if (session.flow === "device_code") {
       const device = await requestDeviceAuthorization(
         requireEndpoint(oauth.endpoints, "device_authorization", provider.name),
@@ -269,6 +288,7 @@ export class OAuthLoginService {
       redirectUri: oauth.redirectUri,
       state: oauth.state,
       ...(this.#scope(session, provider) ? { scope: this.#scope(session, provider)! } : {}),
+      ...(provider.oauth?.scope_param ? { scopeParam: provider.oauth.scope_param } : {}),
       ...(pkce ? { challenge: pkce.challenge } : {}),
       ...(provider.oauth?.authorization_params ? { extra: provider.oauth.authorization_params } : {}),
     });
@@ -322,6 +342,7 @@ export class OAuthLoginService {
           redirectUri: oauth.redirectUri,
           ...(oauth.verifier ? { verifier: oauth.verifier } : {}),
         },
+        tokenFormat(definition),
       );
       await this.#finish(session, definition, tokens);
     } catch (error) {
@@ -371,6 +392,7 @@ export class OAuthLoginService {
         requireEndpoint(oauth.endpoints, "token", provider.name),
         await this.#clientOf(session, provider),
         device.device_code,
+        tokenFormat(provider),
       );
     } catch (error) {
       if (error instanceof OAuthProtocolError && error.error === "authorization_pending") {
@@ -424,6 +446,7 @@ export class OAuthLoginService {
 
   /** Stores the tokens as the session's connection; the session completes. */
   async #finish(session: AuthSessionState, provider: Provider, tokens: TokenSet): Promise<void> {
+    assertDocumentedTokenType(provider, tokens);
     const now = this.#now();
     const requested = session.scopes ?? provider.oauth?.scopes ?? [];
     const record: ConnectionRecord = {

@@ -9,9 +9,9 @@ import {
   TokenExpiredError,
 } from "../../core/errors.ts";
 import { requireEndpoint } from "../../flows/oauth/endpoints.ts";
-import { refreshTokens, revokeToken, type TokenSet } from "../../flows/oauth/grants.ts";
+import { refreshTokens, revokeToken, type TokenFormat, type TokenSet } from "../../flows/oauth/grants.ts";
 import { type OAuthClient, OAuthProtocolError } from "../../flows/oauth/http.ts";
-import type { Provider } from "../../providers/schema.ts";
+import { documentedTokenTypes, oauthAuthorization, type Provider } from "../../providers/schema.ts";
 import type { RuntimeState } from "../../store/runtime-state.ts";
 import type { ConnectionRecord, ConnectionService, StoredClientCredentials } from "./connections.ts";
 import type { OAuthEndpointResolver } from "./oauth-endpoints.ts";
@@ -51,6 +51,24 @@ export function clientFromStore(stored: StoredClientCredentials): OAuthClient {
     ...(stored.client_secret ? { client_secret: stored.client_secret } : {}),
     auth_method: stored.client_secret ? stored.token_auth_method : "none",
   };
+}
+
+/** Where the provider's token endpoint puts the token. */
+export function tokenFormat(provider: Provider): TokenFormat {
+  return provider.oauth?.token_path ? { tokenPath: provider.oauth.token_path } : {};
+}
+
+/**
+ * A token of a type the provider does not document would be sent in a form it refuses (Slack's
+ * "bot" as an Authorization scheme): the login or refresh fails instead, naming what came back.
+ */
+export function assertDocumentedTokenType(provider: Provider, tokens: TokenSet): void {
+  if (oauthAuthorization(provider.oauth, tokens.token_type, "x") !== undefined) return;
+  throw new OAuthProtocolError(
+    "unsupported_token_type",
+    `the token endpoint answered token_type "${tokens.token_type.slice(0, 40)}", which the ${provider.name} definition does not document (it documents ${documentedTokenTypes(provider.oauth).join(", ")})`,
+    200,
+  );
 }
 
 /** The credential of an OAuth record as it is stored after a token response. */
@@ -270,7 +288,9 @@ export class OAuthTokenService {
       requireEndpoint(endpoints, "token", provider.name),
       client,
       refreshToken,
+      tokenFormat(provider),
     );
+    assertDocumentedTokenType(provider, tokens);
     const now = this.#now();
     const updated: ConnectionRecord = {
       ...record,

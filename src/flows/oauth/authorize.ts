@@ -5,6 +5,8 @@ export interface AuthorizationRequest {
   redirectUri: string;
   state: string;
   scope?: string;
+  /** The parameter the scopes go in (default `scope`; Slack's user scopes: `user_scope`). */
+  scopeParam?: string;
   /** The S256 challenge; absent only for providers that turned PKCE off. */
   challenge?: string;
   /** The provider's extra parameters (e.g. `access_type=offline`); they never override the ones above. */
@@ -18,7 +20,7 @@ export function authorizationUrl(request: AuthorizationRequest): string {
   url.searchParams.set("client_id", request.clientId);
   url.searchParams.set("redirect_uri", request.redirectUri);
   url.searchParams.set("state", request.state);
-  if (request.scope) url.searchParams.set("scope", request.scope);
+  if (request.scope) url.searchParams.set(request.scopeParam ?? "scope", request.scope);
   if (request.challenge) {
     url.searchParams.set("code_challenge", request.challenge);
     url.searchParams.set("code_challenge_method", "S256");

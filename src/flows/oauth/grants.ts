@@ -52,12 +52,34 @@ export function splitScopes(value: string | undefined): string[] | undefined {
   return value === undefined ? undefined : value.split(/[\s,]+/).filter(Boolean);
 }
 
+/**
+ * The object of a token response that holds the token: the body itself, or the member `tokenPath`
+ * names (Slack answers a user token under `authed_user`) when the body has no token of its own there.
+ */
+function tokenHolder(body: Record<string, unknown>, tokenPath: string | undefined): Record<string, unknown> {
+  if (!tokenPath) return body;
+  let value: unknown = body;
+  for (const key of tokenPath.split(".")) {
+    value = value !== null && typeof value === "object" ? (value as Record<string, unknown>)[key] : undefined;
+  }
+  return value !== null && typeof value === "object" && text(value as Record<string, unknown>, "access_token")
+    ? (value as Record<string, unknown>)
+    : body;
+}
+
+/** How a provider's token endpoint answers: where the token sits in the body. */
+export interface TokenFormat {
+  tokenPath?: string;
+}
+
 export async function requestToken(
   tokenUrl: string,
   client: OAuthClient,
   params: Record<string, string | undefined>,
+  format: TokenFormat = {},
 ): Promise<TokenSet> {
-  const { body } = await postForm(tokenUrl, params, client);
+  const { body: whole } = await postForm(tokenUrl, params, client);
+  const body = tokenHolder(whole, format.tokenPath);
   const accessToken = text(body, "access_token");
   if (!accessToken) throw malformed("token");
   const expiresIn = seconds(body, "expires_in");
@@ -76,29 +98,37 @@ export function exchangeCode(
   tokenUrl: string,
   client: OAuthClient,
   exchange: { code: string; redirectUri: string; verifier?: string },
+  format: TokenFormat = {},
 ): Promise<TokenSet> {
-  return requestToken(tokenUrl, client, {
-    grant_type: "authorization_code",
-    code: exchange.code,
-    redirect_uri: exchange.redirectUri,
-    code_verifier: exchange.verifier,
-  });
+  return requestToken(
+    tokenUrl,
+    client,
+    {
+      grant_type: "authorization_code",
+      code: exchange.code,
+      redirect_uri: exchange.redirectUri,
+      code_verifier: exchange.verifier,
+    },
+    format,
+  );
 }
 
 export function refreshTokens(
   tokenUrl: string,
   client: OAuthClient,
   refreshToken: string,
+  format: TokenFormat = {},
 ): Promise<TokenSet> {
-  return requestToken(tokenUrl, client, { grant_type: "refresh_token", refresh_token: refreshToken });
+  return requestToken(tokenUrl, client, { grant_type: "refresh_token", refresh_token: refreshToken }, format);
 }
 
 export function pollDeviceToken(
   tokenUrl: string,
   client: OAuthClient,
   deviceCode: string,
+  format: TokenFormat = {},
 ): Promise<TokenSet> {
-  return requestToken(tokenUrl, client, { grant_type: DEVICE_CODE_GRANT, device_code: deviceCode });
+  return requestToken(tokenUrl, client, { grant_type: DEVICE_CODE_GRANT, device_code: deviceCode }, format);
 }
 
 export async function requestDeviceAuthorization(

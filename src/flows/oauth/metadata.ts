@@ -15,6 +15,8 @@ export interface AuthServerMetadata {
   device_authorization_endpoint?: string;
   revocation_endpoint?: string;
   code_challenge_methods_supported?: string[];
+  /** The grants the server says it supports (RFC 8414 §2; absent means authorization_code and implicit). */
+  grant_types_supported?: string[];
   /** Whether the server names itself in authorization responses (RFC 9207). */
   authorization_response_iss_parameter_supported?: boolean;
 }
@@ -74,6 +76,11 @@ export function parseMetadata(
   if (Array.isArray(document.code_challenge_methods_supported)) {
     metadata.code_challenge_methods_supported = document.code_challenge_methods_supported.filter(
       (method): method is string => typeof method === "string",
+    );
+  }
+  if (Array.isArray(document.grant_types_supported)) {
+    metadata.grant_types_supported = document.grant_types_supported.filter(
+      (grant): grant is string => typeof grant === "string",
     );
   }
   if (document.authorization_response_iss_parameter_supported === true) {
