@@ -40,6 +40,20 @@ describe("childEnvironment", () => {
     },
   );
 
+  it("adds the Node preload to NODE_OPTIONS, quoted so that Node reads an awkward path whole", () => {
+    expect(build({ nodePreload: "/opt/svc/node-preload.cjs" }).env.NODE_OPTIONS).toBe(
+      '--require "/opt/svc/node-preload.cjs"',
+    );
+    const awkward = build({
+      base: { NODE_OPTIONS: " --max-old-space-size=128 " },
+      nodePreload: '/home/a b/"q"\\x/node-preload.cjs',
+    });
+    expect(awkward.env.NODE_OPTIONS).toBe(
+      '--max-old-space-size=128 --require "/home/a b/\\"q\\"\\\\x/node-preload.cjs"',
+    );
+    expect(build().env.NODE_OPTIONS).toBeUndefined();
+  });
+
   it("sends only local hosts around the proxy by default", () => {
     const { env } = build();
     expect(env.NO_PROXY).toBe("localhost,127.0.0.1,::1");

@@ -4,7 +4,11 @@
  * none of svc's own secrets left for the command to read.
  */
 
+import { fileURLToPath } from "node:url";
 import { PLACEHOLDER } from "./scrub.ts";
+
+/** svc's preload for Node children (node-preload.cjs, shipped beside this module). */
+export const NODE_PRELOAD = fileURLToPath(new URL("./node-preload.cjs", import.meta.url));
 
 /** Both spellings: curl reads only lower-case http_proxy, other clients read either. */
 const PROXY_VARIABLES = ["HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"];
@@ -51,6 +55,11 @@ export interface ChildEnvironmentOptions {
   secrets?: readonly string[];
   /** Non-secret settings of the connections (AWS_REGION), set unless the parent set them. */
   defaults?: Readonly<Record<string, string>>;
+  /**
+   * A CommonJS file every Node process of the child loads first (NODE_OPTIONS=--require): it
+   * sends the traffic of a Node too old for NODE_USE_ENV_PROXY through the proxy.
+   */
+  nodePreload?: string;
 }
 
 export interface ChildEnvironment {
@@ -73,8 +82,15 @@ export function childEnvironment(options: ChildEnvironmentOptions): ChildEnviron
   env.no_proxy = noProxy;
   // Node's own fetch and http(s) honour the proxy variables only when asked (Node 24+).
   env.NODE_USE_ENV_PROXY = "1";
+  if (options.nodePreload) env.NODE_OPTIONS = withRequire(env.NODE_OPTIONS, options.nodePreload);
   for (const name of CA_BUNDLE_VARIABLES) env[name] = options.caBundlePath;
   return { env, replaced };
+}
+
+/** NODE_OPTIONS plus `--require "<path>"` (Node parses double-quoted values, with `\` escapes). */
+function withRequire(nodeOptions: string | undefined, path: string): string {
+  const quoted = `"${path.replace(/["\\]/g, "\\$&")}"`;
+  return [nodeOptions?.trim(), `--require ${quoted}`].filter(Boolean).join(" ");
 }
 
 function replaceSecretValues(env: NodeJS.ProcessEnv, secrets: readonly string[]): string[] {

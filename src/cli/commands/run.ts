@@ -25,12 +25,13 @@ function connectionOverrides(values: readonly string[]): Map<string, string> {
  */
 export async function runRun(context: CliContext, argv: string[], options: RunOptions): Promise<number> {
   // Loaded here, not at start-up: the certificate library would slow every other command.
-  const [{ loadOrCreateCa }, { startProxySession }, { childEnvironment }, { runChild }] = await Promise.all([
-    import("../../proxy/ca.ts"),
-    import("../../proxy/proxy-session.ts"),
-    import("../../proxy/child-env.ts"),
-    import("../../proxy/child.ts"),
-  ]);
+  const [{ loadOrCreateCa }, { startProxySession }, { childEnvironment, NODE_PRELOAD }, { runChild }] =
+    await Promise.all([
+      import("../../proxy/ca.ts"),
+      import("../../proxy/proxy-session.ts"),
+      import("../../proxy/child-env.ts"),
+      import("../../proxy/child.ts"),
+    ]);
   if (options.printCa) {
     const ca = await loadOrCreateCa(context.layout.proxy);
     context.out.line(ca.certPath);
@@ -50,6 +51,7 @@ export async function runRun(context: CliContext, argv: string[], options: RunOp
   });
   context.log.debug("proxy listening", { url: session.url });
   const { env } = childEnvironment({
+    nodePreload: NODE_PRELOAD,
     base: context.io.env,
     proxyUrl: session.childProxyUrl,
     caBundlePath: session.caBundlePath,
