@@ -51,10 +51,14 @@ function bearerToken(request: FastifyRequest): string {
   return match[1]!;
 }
 
+/**
+ * Decided by the route the router matched (its pattern), never by the raw URL: the router decodes
+ * the path (`/%61pi/...` runs `/api/...`), so a prefix test on the raw target could be dodged.
+ */
 export function routeAuth(request: FastifyRequest): RouteAuth {
   const configured = request.routeOptions.config?.auth;
   if (configured) return configured;
-  return request.url.startsWith("/api/") ? "pop" : "none";
+  return request.routeOptions.url?.startsWith("/api/") ? "pop" : "none";
 }
 
 /** Verifies the Proof-of-Possession token on every route that needs one (after the body is read). */
