@@ -20,7 +20,8 @@ export function daemonBaseUrl(context: DaemonContext, request: FastifyRequest): 
 /**
  * A browser request that changes something must come from the daemon's own pages: a cross-site
  * Origin (or a browser saying cross-site) is refused. `requireOrigin` also refuses a request
- * without Origin, which every current browser sends on POST.
+ * without Origin, which every current browser sends on POST, and one whose `Sec-Fetch-Site` is
+ * anything but `same-origin` (a sibling subdomain is not the daemon either).
  */
 export function assertSameOrigin(
   context: DaemonContext,
@@ -30,7 +31,10 @@ export function assertSameOrigin(
   const origin = request.headers.origin;
   const site = request.headers["sec-fetch-site"];
   const own = new URL(daemonBaseUrl(context, request)).origin;
-  if (site === "cross-site" || (origin === undefined ? options.requireOrigin : origin !== own)) {
+  const siteRefused = options.requireOrigin
+    ? site !== undefined && site !== "same-origin"
+    : site === "cross-site";
+  if (siteRefused || (origin === undefined ? options.requireOrigin : origin !== own)) {
     throw new OperationNotAllowedError(
       `this request must come from a page svc served (Origin ${origin ?? "missing"}, expected ${own})`,
     );

@@ -6,6 +6,8 @@ import {
   BrowserSessionSchema,
   DashboardLinkRequestSchema,
   DashboardLinkSchema,
+  REGISTRATION_RECEIPT,
+  RegistrationReceiptSchema,
   RegistrationSchema,
   SignInSchema,
 } from "../../api/browser-sessions.ts";
@@ -59,17 +61,26 @@ export function browserAuthRoutes(context: DaemonContext): FastifyPluginAsyncZod
 
   const { perEmail, perAddress } = context.signInLimits;
 
-  /** Refuses a sign-in while the email or the client address has too many recent failures. */
-  async function checkLimit(reply: FastifyReply, address: string, email?: string): Promise<void> {
+  /**
+   * Reserves one attempt for the client address and, for a sign-in, one for the email, before
+   * any slow check: parallel attempts cannot all pass a check made before any of them failed.
+   * Refused (429 with Retry-After) while either is spent; nothing is then held.
+   */
+  async function reserveAttempt(
+    reply: FastifyReply,
+    address: string,
+    email?: string,
+  ): Promise<{ releaseAddress(): Promise<void> }> {
     const now = context.now();
-    const wait = Math.max(
-      await perAddress.retryAfter(address, now),
-      email === undefined ? 0 : await perEmail.retryAfter(email, now),
-    );
-    if (wait > 0) {
-      reply.header("retry-after", String(wait));
-      throw new RateLimitedError(`too many failed sign-ins; try again in ${wait} s`);
+    const byAddress = await perAddress.reserve(address, now);
+    const byEmail = byAddress.granted && email !== undefined ? await perEmail.reserve(email, now) : undefined;
+    const refused = !byAddress.granted ? byAddress : byEmail?.granted === false ? byEmail : undefined;
+    if (refused) {
+      if (byAddress.granted) await byAddress.release();
+      reply.header("retry-after", String(refused.retryAfter));
+      throw new RateLimitedError(`too many sign-in attempts; try again in ${refused.retryAfter} s`);
     }
+    return { releaseAddress: () => (byAddress.granted ? byAddress.release() : Promise.resolve()) };
   }
 
   return async (app) => {
@@ -96,24 +107,39 @@ export function browserAuthRoutes(context: DaemonContext): FastifyPluginAsyncZod
       {
         config: { auth: "none" },
         schema: {
-          summary: "Create an account (the first of a fresh daemon is admin) and sign in",
+          summary: "Create an account (the first of a fresh daemon is admin); then sign in with it",
+          description:
+            "Answers 202 with the same body whether or not the email already had an account, so the answer tells no one which emails exist; an attempt on a taken email changes nothing and is recorded on that account's audit log.",
           tags,
           body: RegistrationSchema,
-          response: { 201: BrowserSessionSchema, ...errors },
+          response: { 202: RegistrationReceiptSchema, ...errors },
         },
       },
       async (request, reply) => {
-        assertSameOrigin(context, request);
-        await checkLimit(reply, request.ip);
+        assertSameOrigin(context, request, { requireOrigin: true });
+        // Counted and never given back, so a script cannot mint accounts (or probe emails) without pause.
+        await reserveAttempt(reply, request.ip);
         const { email, password } = request.body;
-        // Counted like a failure, so a script cannot mint accounts (or probe emails) without pause.
-        await perAddress.fail(request.ip, context.now());
-        const principal = await context.principals.create(context.now(), {
-          email,
-          passwordHash: await hashPassword(password),
-        });
-        const record = await signIn(request, reply, principal, AUDIT_EVENTS.accountRegistered, "password");
-        return reply.code(201).send(record);
+        // Hashed either way, so a taken email answers no faster than a new one.
+        const passwordHash = await hashPassword(password);
+        const principal = await context.principals.createAccount(context.now(), { email, passwordHash });
+        if (principal) {
+          await context.audit.record({
+            event: AUDIT_EVENTS.accountRegistered,
+            status: "success",
+            principal_id: principal.id,
+            detail: { method: "password" },
+          });
+        } else {
+          // On the existing account's own log: its owner sees that someone tried their email.
+          const existing = await context.principals.findAccount(email);
+          await context.audit.record({
+            event: AUDIT_EVENTS.accountRegistrationRepeated,
+            status: "failure",
+            principal_id: existing?.principal.id ?? null,
+          });
+        }
+        return reply.code(202).send(REGISTRATION_RECEIPT);
       },
     );
 
@@ -123,21 +149,20 @@ export function browserAuthRoutes(context: DaemonContext): FastifyPluginAsyncZod
         config: { auth: "none" },
         schema: {
           summary: "Sign in to the dashboard with email and password",
-          description: `After ${SIGN_IN_LIMIT_PER_EMAIL.max} failures within 15 minutes for one email (${SIGN_IN_LIMIT_PER_ADDRESS.max} for one client address), sign-ins wait (429 with Retry-After).`,
+          description: `After ${SIGN_IN_LIMIT_PER_EMAIL.max} failures within 15 minutes for one email (${SIGN_IN_LIMIT_PER_ADDRESS.max} for one client address), sign-ins wait (429 with Retry-After). Attempts are counted before the password is checked, so parallel attempts do not get past the limit.`,
           tags,
           body: SignInSchema,
           response: { 200: BrowserSessionSchema, ...errors },
         },
       },
       async (request, reply) => {
-        assertSameOrigin(context, request);
+        assertSameOrigin(context, request, { requireOrigin: true });
         const { email, password } = request.body;
-        await checkLimit(reply, request.ip, email);
+        const attempt = await reserveAttempt(reply, request.ip, email);
         const account = await context.principals.findAccount(email);
         const ok = await verifyPassword(password, account?.passwordHash ?? DECOY_HASH);
         if (!account || !ok) {
-          await perEmail.fail(email, context.now());
-          await perAddress.fail(request.ip, context.now());
+          // The reservations stay: they are the failure's count.
           // On the account's own log when there is one: its owner sees attempts on it.
           await context.audit.record({
             event: AUDIT_EVENTS.accountSignInFailed,
@@ -148,6 +173,7 @@ export function browserAuthRoutes(context: DaemonContext): FastifyPluginAsyncZod
           throw new AuthenticationFailedError("the email or password is wrong");
         }
         await perEmail.reset(email);
+        await attempt.releaseAddress();
         return signIn(request, reply, account.principal, AUDIT_EVENTS.accountSignedIn, "password");
       },
     );
