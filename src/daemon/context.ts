@@ -43,6 +43,11 @@ export interface DaemonContext {
   identities: IdentityRegistry;
   principals: PrincipalService;
   replayCache: ReplayCache;
+  /**
+   * PoP tokens issued before this (`iat`, seconds) are refused: the embedded daemon's replay cache
+   * is memory, lost on restart (see ReplayHorizon). 0 with a shared replay cache (Redis).
+   */
+  popIssuedNotBefore: number;
   /** Readiness probe results shared among callers for a short time. */
   probes: ProbeCache<CheckResult>;
   bootstrapSecret: Buffer;

@@ -40,6 +40,7 @@ import { PrincipalService } from "./services/principals.ts";
 import { ProbeCache } from "./services/probe-cache.ts";
 import { ProviderRegistry } from "./services/provider-registry.ts";
 import { SPEC_VERSION_SETTING, SYSTEM_VAULT_ID } from "./services/readiness.ts";
+import { ReplayHorizon } from "./services/replay-horizon.ts";
 import { SharedReplayCache } from "./services/shared-replay-cache.ts";
 
 export interface DaemonStartOptions {
@@ -100,7 +101,10 @@ export async function startDaemon(options: DaemonStartOptions): Promise<RunningD
   let runtimeState: RuntimeState | undefined;
   try {
     runtimeState = await openRuntimeState(env);
+    const horizon =
+      runtimeState.kind === "memory" ? new ReplayHorizon(new SettingsRepository(store.db)) : undefined;
     const context = await createContext(store, runtimeState, options, env);
+    if (horizon) context.popIssuedNotBefore = await horizon.open(context.startedAt);
     const app = await buildApp(context, { logger: options.logger });
     await listen(app, config);
     context.oauthLogins.startTakeover((name) => context.providers.get(name));
@@ -108,17 +112,25 @@ export async function startDaemon(options: DaemonStartOptions): Promise<RunningD
     const port = typeof address === "object" && address ? address.port : config.port;
     const host = config.host.includes(":") ? `[${config.host}]` : config.host;
     const url = `http://${host}:${port}`;
+    let closed: Promise<void> | undefined;
+    const close = async () => {
+      await app.close();
+      // Only now: every request this run will ever answer has been answered.
+      await horizon?.close(new Date());
+      context.authSessions.close();
+      await context.oauthLogins.close();
+      await context.audit.close();
+      await runtimeState?.close();
+      await store.close();
+    };
     return {
       app,
       context,
       url,
-      async close() {
-        await app.close();
-        context.authSessions.close();
-        await context.oauthLogins.close();
-        await context.audit.close();
-        await runtimeState?.close();
-        await store.close();
+      close() {
+        // Once: a second call waits for the first (the store is gone after it).
+        closed ??= close();
+        return closed;
       },
     };
   } catch (error) {
@@ -182,6 +194,7 @@ async function createContext(
     // Replicas must share token ids; one daemon decides faster in its own memory.
     replayCache:
       runtimeState.kind === "redis" ? new SharedReplayCache(runtimeState) : new MemoryReplayCache(),
+    popIssuedNotBefore: 0,
     probes: new ProbeCache(),
     bootstrapSecret: ensureBootstrapSecret(layout.bootstrapSecret),
     startedAt: new Date(),

@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyRequest } from "fastify";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { AuthenticationFailedError, SharedStateUnavailableError } from "../../core/errors.ts";
 import {
   type PopClaims,
@@ -63,7 +63,7 @@ export function routeAuth(request: FastifyRequest): RouteAuth {
 
 /** Verifies the Proof-of-Possession token on every route that needs one (after the body is read). */
 export function registerPopAuth(app: FastifyInstance, context: DaemonContext): void {
-  app.addHook("preHandler", async (request) => {
+  app.addHook("preHandler", async (request, reply) => {
     const auth = routeAuth(request);
     if (auth === "none") return;
     const anonymous = request.headers.authorization === undefined;
@@ -84,6 +84,7 @@ export function registerPopAuth(app: FastifyInstance, context: DaemonContext): v
       : context.replayCache;
     if (auth === "self-signed") {
       request.popClaims = await verifySelfSignedPopToken(token, signed, { nowSeconds, replayCache });
+      refuseIfBeforeStart(context, request.popClaims, reply);
       return;
     }
     let principalId: string | null = null;
@@ -96,9 +97,20 @@ export function registerPopAuth(app: FastifyInstance, context: DaemonContext): v
         return identity;
       },
     });
+    refuseIfBeforeStart(context, claims, reply);
     request.popClaims = claims;
     request.caller = { handle: claims.sub, did: claims.iss, principalId };
   });
+}
+
+/**
+ * A token issued before this daemon started may have been used with the previous run, whose replay
+ * cache is gone. `Retry-After` tells the client that a token signed a second later will do.
+ */
+function refuseIfBeforeStart(context: DaemonContext, claims: PopClaims, reply: FastifyReply): void {
+  if (claims.iat >= context.popIssuedNotBefore) return;
+  reply.header("retry-after", "1");
+  throw new AuthenticationFailedError("PoP token was signed before the daemon (re)started; sign a new one");
 }
 
 /** A replay cache that lets tokens through while the shared state cannot be reached. */
