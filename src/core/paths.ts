@@ -24,7 +24,10 @@ export function homeLayout(home: string) {
     masterKey: join(server, "master.key"),
     bootstrapSecret: join(server, "bootstrap.secret"),
     serverLogs: join(server, "logs"),
+    /** Internal audit events (credential lifecycle, accounts, claims). */
     auditLog: join(server, "logs", "svc.log"),
+    /** External audit events (the proxy's traffic), rotated on their own so they cannot push out the above. */
+    externalAuditLog: join(server, "logs", "proxy.log"),
     daemonLog: join(server, "logs", "daemon.log"),
     daemonPid: join(server, "daemon.pid"),
     daemonState: join(server, "daemon.json"),

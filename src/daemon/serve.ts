@@ -25,6 +25,7 @@ import {
   SIGN_IN_LIMIT_PER_EMAIL,
 } from "./context.ts";
 import { AttemptLimiter } from "./services/attempt-limiter.ts";
+import { externalRetentionDays, startExternalRetention } from "./services/audit-retention.ts";
 import { AuthSessionService } from "./services/auth-sessions.ts";
 import { BrowserSessionService } from "./services/browser-sessions.ts";
 import { ChangeNotices } from "./services/change-notices.ts";
@@ -99,12 +100,17 @@ export async function startDaemon(options: DaemonStartOptions): Promise<RunningD
   ensurePrivateDir(layout.server);
   const store = await openStore(env, layout);
   let runtimeState: RuntimeState | undefined;
+  let stopRetention: (() => void) | undefined;
   try {
     runtimeState = await openRuntimeState(env);
     const horizon =
       runtimeState.kind === "memory" ? new ReplayHorizon(new SettingsRepository(store.db)) : undefined;
+    const retentionDays = externalRetentionDays(env);
     const context = await createContext(store, runtimeState, options, env);
     if (horizon) context.popIssuedNotBefore = await horizon.open(context.startedAt);
+    stopRetention = await startExternalRetention(context.audit, retentionDays, context.now, (error) => {
+      if (options.logger) options.logger.warn({ err: error }, "could not drop expired proxy audit events");
+    });
     const app = await buildApp(context, { logger: options.logger });
     await listen(app, config);
     context.oauthLogins.startTakeover((name) => context.providers.get(name));
@@ -114,6 +120,7 @@ export async function startDaemon(options: DaemonStartOptions): Promise<RunningD
     const url = `http://${host}:${port}`;
     let closed: Promise<void> | undefined;
     const close = async () => {
+      stopRetention?.();
       await app.close();
       // Only now: every request this run will ever answer has been answered.
       await horizon?.close(new Date());
@@ -134,6 +141,7 @@ export async function startDaemon(options: DaemonStartOptions): Promise<RunningD
       },
     };
   } catch (error) {
+    stopRetention?.();
     await runtimeState?.close();
     await store.close();
     throw error;
@@ -169,7 +177,12 @@ async function createContext(
   const now = () => new Date();
   const connections = new ConnectionService(vault, new ChangeNotices(runtimeState, "connections-changed"));
   await connections.start();
-  const audit = new AuditLog({ db: store.db, logPath: layout.auditLog, now });
+  const audit = new AuditLog({
+    db: store.db,
+    logPath: layout.auditLog,
+    externalLogPath: layout.externalAuditLog,
+    now,
+  });
   const authSessions = new AuthSessionService(runtimeState, now);
   await authSessions.start();
   const oauthEndpoints = new OAuthEndpointResolver(now);

@@ -18,6 +18,9 @@ const RESERVE_EVENT = `redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1] -
   if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[4]) then return 0 end
   redis.call('ZADD', KEYS[1], ARGV[1], ARGV[3]) redis.call('PEXPIRE', KEYS[1], ARGV[2]) return 1`;
 
+const INCREMENT = `local total = redis.call('INCRBY', KEYS[1], ARGV[1])
+  if total == tonumber(ARGV[1]) then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end return total`;
+
 export interface RedisStateOptions {
   /** `redis://[user:password@]host:port[/db]` or `rediss://` for TLS. */
   url: string;
@@ -153,6 +156,11 @@ class RedisState implements RuntimeState {
       this.#client.eval(RESERVE_EVENT, 1, key, atMs, Math.ceil(windowMs), member, max),
     );
     return noted === 1 ? member : undefined;
+  }
+
+  async increment(key: string, by: number, ttlMs: number): Promise<number> {
+    const ttl = Math.max(1, Math.ceil(ttlMs));
+    return Number(await this.#run(() => this.#client.eval(INCREMENT, 1, key, by, ttl)));
   }
 
   async removeEvent(key: string, id: string): Promise<void> {

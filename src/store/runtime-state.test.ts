@@ -101,6 +101,13 @@ describe.each(kinds)("RuntimeState contract (%s)", (kind, open) => {
     expect(await state.reserveEvent("rv", t0 + 1_001, 1_000, 3)).toBeTruthy();
   });
 
+  it("increments a counter atomically, which expires with the time to live it was created with", async () => {
+    const totals = await Promise.all(Array.from({ length: 10 }, () => state.increment("count", 3, 300)));
+    expect(totals.sort((a, b) => a - b)).toEqual([3, 6, 9, 12, 15, 18, 21, 24, 27, 30]);
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    expect(await state.increment("count", 1, 300)).toBe(1);
+  });
+
   it("delivers published messages to subscribers until they unsubscribe", async () => {
     const seen: string[] = [];
     const unsubscribe = await state.subscribe("news", (message) => seen.push(message));

@@ -34,6 +34,11 @@ export interface RuntimeState {
    * the limit). Resolves the event's id, or undefined (nothing noted) when the window is full.
    */
   reserveEvent(key: string, atMs: number, windowMs: number, max: number): Promise<string | undefined>;
+  /**
+   * Adds `by` to the counter at `key` (created at 0 with a time to live of `ttlMs`, which later
+   * additions do not extend) and resolves the new total: one atomic step, for fixed-window rates.
+   */
+  increment(key: string, by: number, ttlMs: number): Promise<number>;
   /** Forgets one event `reserveEvent` noted (an attempt that turned out not to count). */
   removeEvent(key: string, id: string): Promise<void>;
   /** The times of the events under `key` within the window ending at `nowMs`, oldest first. */
@@ -164,6 +169,14 @@ export class MemoryRuntimeState implements RuntimeState {
       for (const name of this.#events.keys()) this.#recent(name, atMs, windowMs);
     }
     return id;
+  }
+
+  async increment(key: string, by: number, ttlMs: number): Promise<number> {
+    const entry = this.#live(key);
+    const total = Number(entry?.value ?? 0) + by;
+    if (entry) entry.value = String(total);
+    else this.#put(key, String(total), ttlMs);
+    return total;
   }
 
   async removeEvent(key: string, id: string): Promise<void> {
