@@ -19,8 +19,10 @@ import { VaultService } from "../vault/vault-service.ts";
 import { buildApp } from "./app.ts";
 import type { DaemonConfig, DaemonContext } from "./context.ts";
 import {
+  CLAIM_LINK_RATE,
   CLAIM_TTL_MS,
   DASHBOARD_LINK_TTL_MS,
+  SELF_REGISTRATION_LIMIT_PER_ADDRESS,
   SIGN_IN_LIMIT_PER_ADDRESS,
   SIGN_IN_LIMIT_PER_EMAIL,
 } from "./context.ts";
@@ -32,6 +34,7 @@ import { ChangeNotices } from "./services/change-notices.ts";
 import { ConnectionService } from "./services/connections.ts";
 import { CredentialService } from "./services/credentials.ts";
 import { DevicePollLeases } from "./services/device-poll-leases.ts";
+import { FixedWindowRate } from "./services/fixed-window-rate.ts";
 import { IdentityRegistry } from "./services/identity-registry.ts";
 import { OAuthEndpointResolver } from "./services/oauth-endpoints.ts";
 import { OAuthLoginService } from "./services/oauth-login.ts";
@@ -230,6 +233,13 @@ async function createContext(
     signInLimits: {
       perEmail: new AttemptLimiter(runtimeState, { kind: "email", ...SIGN_IN_LIMIT_PER_EMAIL }),
       perAddress: new AttemptLimiter(runtimeState, { kind: "address", ...SIGN_IN_LIMIT_PER_ADDRESS }),
+    },
+    selfRegistrationLimits: {
+      perAddress: new AttemptLimiter(runtimeState, {
+        kind: "registration-address",
+        ...SELF_REGISTRATION_LIMIT_PER_ADDRESS,
+      }),
+      claimLinks: new FixedWindowRate(runtimeState, { kind: "claim-links", ...CLAIM_LINK_RATE }),
     },
   };
 }
