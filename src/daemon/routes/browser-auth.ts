@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
@@ -13,9 +14,16 @@ import {
 } from "../../api/browser-sessions.ts";
 import { errorResponses } from "../../api/errors.ts";
 import { AUDIT_EVENTS } from "../../audit/events.ts";
-import { AuthenticationFailedError, RateLimitedError } from "../../core/errors.ts";
-import { type DaemonContext, SIGN_IN_LIMIT_PER_ADDRESS, SIGN_IN_LIMIT_PER_EMAIL } from "../context.ts";
+import { equalSecrets } from "../../core/constant-time.ts";
+import { AuthenticationFailedError, OperationNotAllowedError, RateLimitedError } from "../../core/errors.ts";
+import {
+  DASHBOARD_LINK_TTL_MS,
+  type DaemonContext,
+  SIGN_IN_LIMIT_PER_ADDRESS,
+  SIGN_IN_LIMIT_PER_EMAIL,
+} from "../context.ts";
 import { sendOutcomePage } from "../pages/html.ts";
+import { sendLinkConfirmPage } from "../pages/link-page.ts";
 import {
   assertSameOrigin,
   clearSessionCookie,
@@ -30,6 +38,14 @@ import { DECOY_HASH, hashPassword, verifyPassword } from "../services/passwords.
 import type { Principal } from "../services/principals.ts";
 
 const tags = ["dashboard"];
+const linkParams = z.object({ token: z.string().max(128) });
+/** The double-submit cookie of a link's confirmation page (a browser without a session has no CSRF token yet). */
+const LINK_CSRF_COOKIE = "svc_link_csrf";
+const LINK_EXPIRED = {
+  ok: false,
+  title: "This dashboard link has expired",
+  message: "A link works once, for a minute. Run `svc dashboard` for a new one.",
+};
 const errors = errorResponses(400, 401, 403, 429);
 
 /** Dashboard sign-in: accounts with a password, one-time links for the local CLI, sign-out. */
@@ -57,6 +73,28 @@ export function browserAuthRoutes(context: DaemonContext): FastifyPluginAsyncZod
       detail: { method },
     });
     return sessionRecord(session, principal);
+  }
+
+  /** Uses up a one-time link: a new session for its principal, then on to `next`. */
+  async function useLink(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    token: string,
+    next: string | undefined,
+  ): Promise<FastifyReply> {
+    const link = await context.dashboardLinks.take(token);
+    const principal = link ? await context.principals.get(link.principalId) : undefined;
+    if (!principal) return sendOutcomePage(reply, 400, LINK_EXPIRED);
+    await signIn(request, reply, principal, AUDIT_EVENTS.accountSignedIn, "link");
+    return reply
+      .code(303)
+      .header("cache-control", "no-store")
+      .header("referrer-policy", "no-referrer")
+      .redirect(next ?? "/", 303);
+  }
+
+  function secureAttribute(request: FastifyRequest): string {
+    return request.protocol === "https" || context.config.publicUrl?.startsWith("https:") ? "; Secure" : "";
   }
 
   const { perEmail, perAddress } = context.signInLimits;
@@ -233,27 +271,61 @@ export function browserAuthRoutes(context: DaemonContext): FastifyPluginAsyncZod
         config: { auth: "none" },
         schema: {
           summary: "Open a one-time dashboard link: signs the browser in and goes on to the dashboard",
+          description:
+            "Opened from another site (`Sec-Fetch-Site` other than `none` or `same-origin`), or in a browser signed in as another principal, it answers a confirmation page instead and keeps the link; the page continues with `POST /auth/link/{token}`.",
           tags,
-          params: z.object({ token: z.string().max(128) }),
+          params: linkParams,
           querystring: z.object({ next: DashboardLinkRequestSchema.shape.next }),
         },
       },
       async (request, reply) => {
-        const link = await context.dashboardLinks.take(request.params.token);
-        const principal = link ? await context.principals.get(link.principalId) : undefined;
-        if (!principal) {
-          return sendOutcomePage(reply, 400, {
-            ok: false,
-            title: "This dashboard link has expired",
-            message: "A link works once, for a minute. Run `svc dashboard` for a new one.",
-          });
+        const { token } = request.params;
+        const link = await context.dashboardLinks.peek(token);
+        const target = link ? await context.principals.get(link.value.principalId) : undefined;
+        if (!target) return sendOutcomePage(reply, 400, LINK_EXPIRED);
+        const cookie = readCookie(request, SESSION_COOKIE);
+        const session = cookie ? await context.browserSessions.find(cookie) : undefined;
+        const current = session ? await context.principals.get(session.principalId) : undefined;
+        const site = request.headers["sec-fetch-site"];
+        const fromAnotherSite = site !== undefined && site !== "none" && site !== "same-origin";
+        if (fromAnotherSite || (current && current.id !== target.id)) {
+          const csrfToken = randomBytes(32).toString("base64url");
+          reply.header(
+            "set-cookie",
+            `${LINK_CSRF_COOKIE}=${csrfToken}; Max-Age=${Math.floor(DASHBOARD_LINK_TTL_MS / 1000)}; Path=/auth/link; HttpOnly; SameSite=Strict${secureAttribute(request)}`,
+          );
+          return sendLinkConfirmPage(reply, { token, next: request.query.next, target, current, csrfToken });
         }
-        await signIn(request, reply, principal, AUDIT_EVENTS.accountSignedIn, "link");
-        return reply
-          .code(303)
-          .header("cache-control", "no-store")
-          .header("referrer-policy", "no-referrer")
-          .redirect(request.query.next ?? "/", 303);
+        return useLink(request, reply, token, request.query.next);
+      },
+    );
+
+    app.post(
+      "/auth/link/:token",
+      {
+        config: { auth: "none" },
+        schema: {
+          summary: "Confirm a one-time dashboard link from its confirmation page",
+          description:
+            "Same Origin, and the page's `csrf_token` form field matching its short-lived cookie; then as opening the link.",
+          tags,
+          params: linkParams,
+          body: z.object({
+            csrf_token: z.string().max(128).optional(),
+            next: DashboardLinkRequestSchema.shape.next,
+          }),
+        },
+      },
+      async (request, reply) => {
+        assertSameOrigin(context, request, { requireOrigin: true });
+        const expected = readCookie(request, LINK_CSRF_COOKIE);
+        const sent = request.body.csrf_token;
+        if (!expected || sent === undefined || !equalSecrets(expected, sent)) {
+          throw new OperationNotAllowedError(
+            "this confirmation's CSRF token is missing or wrong; open the link again (or run `svc dashboard`)",
+          );
+        }
+        return useLink(request, reply, request.params.token, request.body.next);
       },
     );
   };
