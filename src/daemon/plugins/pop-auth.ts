@@ -61,9 +61,12 @@ export function routeAuth(request: FastifyRequest): RouteAuth {
   return request.routeOptions.url?.startsWith("/api/") ? "pop" : "none";
 }
 
-/** Verifies the Proof-of-Possession token on every route that needs one (after the body is read). */
+/**
+ * Verifies the Proof-of-Possession token on every route that needs one: after the body is read (it
+ * is signed) and before it is validated, so an unauthenticated caller learns nothing of a route.
+ */
 export function registerPopAuth(app: FastifyInstance, context: DaemonContext): void {
-  app.addHook("preHandler", async (request, reply) => {
+  app.addHook("preValidation", async (request, reply) => {
     const auth = routeAuth(request);
     if (auth === "none") return;
     const anonymous = request.headers.authorization === undefined;
