@@ -51,9 +51,14 @@ export function readCookie(request: FastifyRequest, name: string): string | unde
   return undefined;
 }
 
-function cookieAttributes(context: DaemonContext, request: FastifyRequest): string {
+/** `; Secure` when the daemon is reached over https, so its cookies never travel in the clear. */
+export function secureCookieAttribute(context: DaemonContext, request: FastifyRequest): string {
   const secure = request.protocol === "https" || context.config.publicUrl?.startsWith("https:");
-  return `Path=/; HttpOnly; SameSite=Lax${secure ? "; Secure" : ""}`;
+  return secure ? "; Secure" : "";
+}
+
+function cookieAttributes(context: DaemonContext, request: FastifyRequest): string {
+  return `Path=/; HttpOnly; SameSite=Lax${secureCookieAttribute(context, request)}`;
 }
 
 export function setSessionCookie(

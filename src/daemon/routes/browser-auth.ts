@@ -30,6 +30,7 @@ import {
   daemonBaseUrl,
   readCookie,
   SESSION_COOKIE,
+  secureCookieAttribute,
   setSessionCookie,
 } from "../plugins/browser-auth.ts";
 import type { BrowserSession } from "../services/browser-sessions.ts";
@@ -91,10 +92,6 @@ export function browserAuthRoutes(context: DaemonContext): FastifyPluginAsyncZod
       .header("cache-control", "no-store")
       .header("referrer-policy", "no-referrer")
       .redirect(next ?? "/", 303);
-  }
-
-  function secureAttribute(request: FastifyRequest): string {
-    return request.protocol === "https" || context.config.publicUrl?.startsWith("https:") ? "; Secure" : "";
   }
 
   const { perEmail, perAddress } = context.signInLimits;
@@ -292,7 +289,7 @@ export function browserAuthRoutes(context: DaemonContext): FastifyPluginAsyncZod
           const csrfToken = randomBytes(32).toString("base64url");
           reply.header(
             "set-cookie",
-            `${LINK_CSRF_COOKIE}=${csrfToken}; Max-Age=${Math.floor(DASHBOARD_LINK_TTL_MS / 1000)}; Path=/auth/link; HttpOnly; SameSite=Strict${secureAttribute(request)}`,
+            `${LINK_CSRF_COOKIE}=${csrfToken}; Max-Age=${Math.floor(DASHBOARD_LINK_TTL_MS / 1000)}; Path=/auth/link; HttpOnly; SameSite=Strict${secureCookieAttribute(context, request)}`,
           );
           return sendLinkConfirmPage(reply, { token, next: request.query.next, target, current, csrfToken });
         }
