@@ -30,6 +30,8 @@ export function homeLayout(home: string) {
     externalAuditLog: join(server, "logs", "proxy.log"),
     daemonLog: join(server, "logs", "daemon.log"),
     daemonPid: join(server, "daemon.pid"),
+    /** How the embedded daemon's last run ended: which PoP tokens a restart must refuse. */
+    replayHorizon: join(server, "replay-horizon"),
     daemonState: join(server, "daemon.json"),
     providers: join(home, "providers"),
     proxy,

@@ -106,11 +106,10 @@ export async function startDaemon(options: DaemonStartOptions): Promise<RunningD
   let stopRetention: (() => void) | undefined;
   try {
     runtimeState = await openRuntimeState(env);
-    const horizon =
-      runtimeState.kind === "memory" ? new ReplayHorizon(new SettingsRepository(store.db)) : undefined;
+    const horizon = runtimeState.kind === "memory" ? new ReplayHorizon(layout.replayHorizon) : undefined;
     const retentionDays = externalRetentionDays(env);
     const context = await createContext(store, runtimeState, options, env);
-    if (horizon) context.popIssuedNotBefore = await horizon.open(context.startedAt);
+    if (horizon) context.popIssuedNotBefore = horizon.open(context.startedAt);
     stopRetention = await startExternalRetention(context.audit, retentionDays, context.now, (error) => {
       if (options.logger) options.logger.warn({ err: error }, "could not drop expired proxy audit events");
     });
@@ -126,7 +125,7 @@ export async function startDaemon(options: DaemonStartOptions): Promise<RunningD
       stopRetention?.();
       await app.close();
       // Only now: every request this run will ever answer has been answered.
-      await horizon?.close(new Date());
+      horizon?.close(new Date());
       context.authSessions.close();
       await context.oauthLogins.close();
       await context.audit.close();

@@ -34,7 +34,7 @@ describe("the embedded daemon's replay horizon", () => {
     });
   });
 
-  it("accepts any fresh token on a store no daemon ran on before", async () => {
+  it("accepts any fresh token in a home no daemon ran in before", async () => {
     t = await startTestDaemon();
     expect(t.daemon.context.popIssuedNotBefore).toBe(0);
   });
