@@ -11,6 +11,21 @@ export const RegistrationSchema = z
   .object({ email, password: z.string().min(10, "use at least 10 characters").max(1024) })
   .meta({ id: "Registration" });
 
+/** The one answer to a registration, whether the email was free or taken: it tells nothing. */
+export const RegistrationReceiptSchema = z
+  .object({
+    status: z.literal("accepted"),
+    message: z.string(),
+  })
+  .meta({ id: "RegistrationReceipt" });
+export type RegistrationReceipt = z.infer<typeof RegistrationReceiptSchema>;
+
+export const REGISTRATION_RECEIPT: RegistrationReceipt = {
+  status: "accepted",
+  message:
+    "If this email had no account, it has one now. Sign in with it; if it already had one, sign in with that account's password.",
+};
+
 export const BrowserSessionSchema = z
   .object({
     principal_id: z.string(),

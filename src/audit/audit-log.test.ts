@@ -320,9 +320,10 @@ describe.each(STORE_KINDS)("audit log on %s", (kind) => {
         .map((line) => JSON.parse(line));
     }
 
-    it("appends one JSON line per stored event, readable only by the owner", async () => {
+    it("appends one JSON line per stored event, internal and external to files of their own, readable only by the owner", async () => {
       const logPath = logPathIn();
-      const log = auditLog({ logPath });
+      const externalLogPath = join(dir, "server", "logs", "proxy.log");
+      const log = auditLog({ logPath, externalLogPath });
       const recorded = [
         await log.record(login({ provider: "github", identity: "brave-otter-1234" })),
         ...(await log.recordMany([
@@ -338,7 +339,9 @@ describe.each(STORE_KINDS)("audit log on %s", (kind) => {
       await log.close();
 
       const lines = readLines(logPath);
-      expect(lines).toEqual(recorded);
+      expect(lines).toEqual([recorded[0], recorded[2]]);
+      const externalLines = readLines(externalLogPath);
+      expect(externalLines).toEqual([recorded[1]]);
       expect(Object.keys(lines[0]!)).toEqual([
         "timestamp",
         "event",
@@ -350,8 +353,9 @@ describe.each(STORE_KINDS)("audit log on %s", (kind) => {
         "principal_id",
         "id",
       ]);
-      expect(Object.keys(lines[1]!).at(-1)).toBe("detail");
+      expect(Object.keys(externalLines[0]!).at(-1)).toBe("detail");
       expect(statSync(logPath).mode & 0o777).toBe(0o600);
+      expect(statSync(externalLogPath).mode & 0o777).toBe(0o600);
       expect(statSync(join(dir, "server", "logs")).mode & 0o777).toBe(0o700);
     });
 

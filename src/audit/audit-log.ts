@@ -2,8 +2,10 @@
  * The audit log: the single write path for audit events (validate → secret guard → database row →
  * JSON line) and the keyset-paged reader behind `GET /api/audit/events` and `svc log`.
  *
- * The database is the source of truth. The JSON-lines file is a convenience copy for tools that
- * read `~/.svc/server/logs/svc.log`; a failure to write it is reported, not thrown.
+ * The database is the source of truth. The JSON-lines files are a convenience copy for tools that
+ * read `~/.svc/server/logs/svc.log` (internal events) and `proxy.log` (external events, the
+ * proxy's traffic); a failure to write one is reported, not thrown. Each file rotates on its own,
+ * so no volume of traffic can push a lifecycle event off the disk.
  */
 import { chmodSync, closeSync, openSync } from "node:fs";
 import { basename, dirname } from "node:path";
@@ -14,9 +16,11 @@ import { InvalidInputError, UnexpectedError } from "../core/errors.ts";
 import { ensurePrivateDir } from "../core/secure-fs.ts";
 import type { AuditEventsTable, Database } from "../store/schema.ts";
 import {
+  AUDIT_SOURCES,
   type AuditEvent,
   type AuditEventInput,
   AuditEventInputSchema,
+  type AuditSource,
   EVENT_ID_PATTERN,
   newEventId,
 } from "./events.ts";
@@ -29,8 +33,10 @@ const INSERT_BATCH = 500;
 
 export interface AuditLogOptions {
   db: Kysely<Database>;
-  /** A JSON-lines copy of every stored event, rotated at 10 MB. */
+  /** A JSON-lines copy of every stored internal event, rotated at 10 MB. */
   logPath?: string;
+  /** The same for external events; without it they are only stored. */
+  externalLogPath?: string;
   now?: () => Date;
   /** Told which fields the guard replaced, so the caller can warn about a leaky code path. */
   onRefused?: (info: { event: string; fields: string[] }) => void;
@@ -75,18 +81,21 @@ export class AuditLog {
   readonly #db: Kysely<Database>;
   readonly #now: () => Date;
   readonly #onRefused: AuditLogOptions["onRefused"];
-  readonly #file: RotatingFileStream | undefined;
+  readonly #files: Record<AuditSource, RotatingFileStream | undefined>;
   #closed = false;
 
   constructor(options: AuditLogOptions) {
     this.#db = options.db;
     this.#now = options.now ?? (() => new Date());
     this.#onRefused = options.onRefused;
-    if (options.logPath) {
-      const onLogError = options.onLogError ?? ((error: Error) => process.emitWarning(error));
-      this.#file = openLogFile(options.logPath);
-      this.#file.on("error", onLogError);
-    }
+    const onLogError = options.onLogError ?? ((error: Error) => process.emitWarning(error));
+    const open = (path: string | undefined) => {
+      if (!path) return undefined;
+      const file = openLogFile(path);
+      file.on("error", onLogError);
+      return file;
+    };
+    this.#files = { internal: open(options.logPath), external: open(options.externalLogPath) };
   }
 
   async record(input: AuditEventInput, options: RecordOptions = {}): Promise<AuditEvent> {
@@ -106,7 +115,13 @@ export class AuditLog {
         await trx.insertInto("audit_events").values(rows).execute();
       }
     });
-    if (this.#file?.writable) this.#file.write(events.map((event) => `${JSON.stringify(event)}\n`).join(""));
+    for (const source of AUDIT_SOURCES) {
+      const file = this.#files[source];
+      const lines = events
+        .filter((event) => event.source === source)
+        .map((event) => `${JSON.stringify(event)}\n`);
+      if (file?.writable && lines.length > 0) file.write(lines.join(""));
+    }
     for (const { event, refused } of prepared) {
       if (refused.length > 0) this.#onRefused?.({ event: event.event, fields: refused });
     }
@@ -144,14 +159,30 @@ export class AuditLog {
     return rows.length > limit && last ? { events, next_cursor: encodeCursor(last) } : { events };
   }
 
-  /** Flushes and closes the log file. The database belongs to the store and stays open. */
+  /**
+   * Deletes external events stamped before `before` (the retention of proxy traffic); internal
+   * events are kept. Resolves how many were deleted.
+   */
+  async pruneExternal(before: Date): Promise<number> {
+    const result = await this.#db
+      .deleteFrom("audit_events")
+      .where("source", "=", "external")
+      .where("timestamp", "<", before.toISOString())
+      .executeTakeFirst();
+    return Number(result.numDeletedRows);
+  }
+
+  /** Flushes and closes the log files. The database belongs to the store and stays open. */
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    const file = this.#file;
-    if (!file || file.destroyed) return;
-    // A write error during the flush has already gone to onLogError.
-    await new Promise<void>((resolve) => file.end(() => resolve()));
+    await Promise.all(
+      Object.values(this.#files).map(async (file) => {
+        if (!file || file.destroyed) return;
+        // A write error during the flush has already gone to onLogError.
+        await new Promise<void>((resolve) => file.end(() => resolve()));
+      }),
+    );
   }
 
   #prepare(input: AuditEventInput, secrets: readonly string[] | undefined) {
@@ -185,7 +216,7 @@ function openLogFile(logPath: string): RotatingFileStream {
   // narrow it to 0600 now. Rotated files are renamed from it and keep that mode.
   closeSync(openSync(logPath, "a", 0o600));
   chmodSync(logPath, 0o600);
-  // `rotate` keeps the live file plus svc.log.1 .. svc.log.5.
+  // `rotate` keeps the live file plus svc.log.1 .. svc.log.5 (proxy.log.1 .. for external events).
   return createStream(basename(logPath), { path: dirname(logPath), size: "10M", rotate: 5, mode: 0o600 });
 }
 

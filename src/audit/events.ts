@@ -25,6 +25,8 @@ export const AUDIT_EVENTS = {
   credentialResolved: "credential.resolved",
   identityClaimed: "identity.claimed",
   accountRegistered: "account.registered",
+  /** Someone tried to register an email that already has an account (recorded on that account). */
+  accountRegistrationRepeated: "account.registration_repeated",
   accountSignedIn: "account.signed_in",
   accountSignInFailed: "account.sign_in_failed",
   accountSignedOut: "account.signed_out",

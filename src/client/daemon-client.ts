@@ -128,12 +128,33 @@ export class DaemonClient {
       headers["content-type"] = "application/json";
       headers["content-length"] = String(body.length);
     }
-    if ((options.auth ?? "pop") === "pop") {
+    const signed = (options.auth ?? "pop") === "pop";
+    const sign = () => {
       if (!this.identity) throw new UnexpectedError("this request needs an identity to sign it");
       headers.authorization = `PoP ${signPopToken({ ...this.identity, method, pathAndQuery, ...(body ? { body } : {}) })}`;
-    }
+    };
+    if (signed) sign();
     const started = performance.now();
-    const { status, text } = await this.#exchange(method, pathAndQuery, headers, body, options.timeoutMs);
+    let { status, text, retryAfter } = await this.#exchange(
+      method,
+      pathAndQuery,
+      headers,
+      body,
+      options.timeoutMs,
+    );
+    if (signed && status === 401 && retryAfter !== undefined) {
+      // The daemon restarted after this token was signed (docs/security.md): a token stamped in a
+      // later whole second is past its horizon, so wait for the clock's next second and sign again.
+      await new Promise((resolve) => setTimeout(resolve, 1_000 - (Date.now() % 1_000) + 10));
+      sign();
+      ({ status, text, retryAfter } = await this.#exchange(
+        method,
+        pathAndQuery,
+        headers,
+        body,
+        options.timeoutMs,
+      ));
+    }
     if (options.trace !== false) {
       this.#trace?.({ method, path: pathAndQuery, status, ms: Math.round(performance.now() - started) });
     }
@@ -155,7 +176,7 @@ export class DaemonClient {
     headers: Record<string, string>,
     body: Buffer | undefined,
     timeoutMs = this.#timeoutMs,
-  ): Promise<{ status: number; text: string }> {
+  ): Promise<{ status: number; text: string; retryAfter: string | undefined }> {
     const secure = this.#url.protocol === "https:";
     return new Promise((resolve, reject) => {
       const request = (secure ? https : http).request(
@@ -173,7 +194,11 @@ export class DaemonClient {
           const chunks: Buffer[] = [];
           response.on("data", (chunk: Buffer) => chunks.push(chunk));
           response.on("end", () =>
-            resolve({ status: response.statusCode ?? 0, text: Buffer.concat(chunks).toString("utf8") }),
+            resolve({
+              status: response.statusCode ?? 0,
+              text: Buffer.concat(chunks).toString("utf8"),
+              retryAfter: response.headers["retry-after"],
+            }),
           );
           response.on("error", (error) => reject(this.#unavailable(error)));
         },

@@ -24,9 +24,14 @@ export function homeLayout(home: string) {
     masterKey: join(server, "master.key"),
     bootstrapSecret: join(server, "bootstrap.secret"),
     serverLogs: join(server, "logs"),
+    /** Internal audit events (credential lifecycle, accounts, claims). */
     auditLog: join(server, "logs", "svc.log"),
+    /** External audit events (the proxy's traffic), rotated on their own so they cannot push out the above. */
+    externalAuditLog: join(server, "logs", "proxy.log"),
     daemonLog: join(server, "logs", "daemon.log"),
     daemonPid: join(server, "daemon.pid"),
+    /** How the embedded daemon's last run ended: which PoP tokens a restart must refuse. */
+    replayHorizon: join(server, "replay-horizon"),
     daemonState: join(server, "daemon.json"),
     providers: join(home, "providers"),
     proxy,

@@ -10,6 +10,7 @@ import type { AuthSessionService } from "./services/auth-sessions.ts";
 import type { BrowserSessionService } from "./services/browser-sessions.ts";
 import type { ConnectionService } from "./services/connections.ts";
 import type { CredentialService } from "./services/credentials.ts";
+import type { FixedWindowRate } from "./services/fixed-window-rate.ts";
 import type { IdentityRegistry } from "./services/identity-registry.ts";
 import type { OAuthLoginService } from "./services/oauth-login.ts";
 import type { OAuthTokenService } from "./services/oauth-tokens.ts";
@@ -43,6 +44,11 @@ export interface DaemonContext {
   identities: IdentityRegistry;
   principals: PrincipalService;
   replayCache: ReplayCache;
+  /**
+   * PoP tokens issued before this (`iat`, seconds) are refused: the embedded daemon's replay cache
+   * is memory, lost on restart (see ReplayHorizon). 0 with a shared replay cache (Redis).
+   */
+  popIssuedNotBefore: number;
   /** Readiness probe results shared among callers for a short time. */
   probes: ProbeCache<CheckResult>;
   bootstrapSecret: Buffer;
@@ -62,6 +68,8 @@ export interface DaemonContext {
   claims: OneTimeTokens<{ handle: string; did: string }>;
   /** Failed dashboard sign-ins per account email, and sign-in or registration attempts per client address. */
   signInLimits: { perEmail: AttemptLimiter; perAddress: AttemptLimiter };
+  /** Identities registering without a local proof: per client address, and claim links in all. */
+  selfRegistrationLimits: { perAddress: AttemptLimiter; claimLinks: FixedWindowRate };
 }
 
 /** A dashboard link is opened right after `svc dashboard` asks for it. */
@@ -72,3 +80,9 @@ export const CLAIM_TTL_MS = 10 * 60_000;
 export const SIGN_IN_LIMIT_PER_EMAIL = { max: 5, windowMs: 15 * 60_000 };
 /** Failed sign-ins and registrations allowed per client address (a shared NAT has many people). */
 export const SIGN_IN_LIMIT_PER_ADDRESS = { max: 30, windowMs: 15 * 60_000 };
+/** Identity registrations without a local proof (each gets a claim link) per client address. */
+export const SELF_REGISTRATION_LIMIT_PER_ADDRESS = { max: 30, windowMs: 15 * 60_000 };
+/** Unclaimed identities kept at most; past their claim window the oldest make room for new ones. */
+export const MAX_UNCLAIMED_IDENTITIES = 1_000;
+/** Claim links issued per claim window in all (so at most twice this many are pending at once). */
+export const CLAIM_LINK_RATE = { max: 2_000, windowMs: CLAIM_TTL_MS };

@@ -19,18 +19,22 @@ import { VaultService } from "../vault/vault-service.ts";
 import { buildApp } from "./app.ts";
 import type { DaemonConfig, DaemonContext } from "./context.ts";
 import {
+  CLAIM_LINK_RATE,
   CLAIM_TTL_MS,
   DASHBOARD_LINK_TTL_MS,
+  SELF_REGISTRATION_LIMIT_PER_ADDRESS,
   SIGN_IN_LIMIT_PER_ADDRESS,
   SIGN_IN_LIMIT_PER_EMAIL,
 } from "./context.ts";
 import { AttemptLimiter } from "./services/attempt-limiter.ts";
+import { externalRetentionDays, startExternalRetention } from "./services/audit-retention.ts";
 import { AuthSessionService } from "./services/auth-sessions.ts";
 import { BrowserSessionService } from "./services/browser-sessions.ts";
 import { ChangeNotices } from "./services/change-notices.ts";
 import { ConnectionService } from "./services/connections.ts";
 import { CredentialService } from "./services/credentials.ts";
 import { DevicePollLeases } from "./services/device-poll-leases.ts";
+import { FixedWindowRate } from "./services/fixed-window-rate.ts";
 import { IdentityRegistry } from "./services/identity-registry.ts";
 import { OAuthEndpointResolver } from "./services/oauth-endpoints.ts";
 import { OAuthLoginService } from "./services/oauth-login.ts";
@@ -40,6 +44,7 @@ import { PrincipalService } from "./services/principals.ts";
 import { ProbeCache } from "./services/probe-cache.ts";
 import { ProviderRegistry } from "./services/provider-registry.ts";
 import { SPEC_VERSION_SETTING, SYSTEM_VAULT_ID } from "./services/readiness.ts";
+import { ReplayHorizon } from "./services/replay-horizon.ts";
 import { SharedReplayCache } from "./services/shared-replay-cache.ts";
 
 export interface DaemonStartOptions {
@@ -98,9 +103,16 @@ export async function startDaemon(options: DaemonStartOptions): Promise<RunningD
   ensurePrivateDir(layout.server);
   const store = await openStore(env, layout);
   let runtimeState: RuntimeState | undefined;
+  let stopRetention: (() => void) | undefined;
   try {
     runtimeState = await openRuntimeState(env);
+    const horizon = runtimeState.kind === "memory" ? new ReplayHorizon(layout.replayHorizon) : undefined;
+    const retentionDays = externalRetentionDays(env);
     const context = await createContext(store, runtimeState, options, env);
+    if (horizon) context.popIssuedNotBefore = horizon.open(context.startedAt);
+    stopRetention = await startExternalRetention(context.audit, retentionDays, context.now, (error) => {
+      if (options.logger) options.logger.warn({ err: error }, "could not drop expired proxy audit events");
+    });
     const app = await buildApp(context, { logger: options.logger });
     await listen(app, config);
     context.oauthLogins.startTakeover((name) => context.providers.get(name));
@@ -108,20 +120,30 @@ export async function startDaemon(options: DaemonStartOptions): Promise<RunningD
     const port = typeof address === "object" && address ? address.port : config.port;
     const host = config.host.includes(":") ? `[${config.host}]` : config.host;
     const url = `http://${host}:${port}`;
+    let closed: Promise<void> | undefined;
+    const close = async () => {
+      stopRetention?.();
+      await app.close();
+      // Only now: every request this run will ever answer has been answered.
+      horizon?.close(new Date());
+      context.authSessions.close();
+      await context.oauthLogins.close();
+      await context.audit.close();
+      await runtimeState?.close();
+      await store.close();
+    };
     return {
       app,
       context,
       url,
-      async close() {
-        await app.close();
-        context.authSessions.close();
-        await context.oauthLogins.close();
-        await context.audit.close();
-        await runtimeState?.close();
-        await store.close();
+      close() {
+        // Once: a second call waits for the first (the store is gone after it).
+        closed ??= close();
+        return closed;
       },
     };
   } catch (error) {
+    stopRetention?.();
     await runtimeState?.close();
     await store.close();
     throw error;
@@ -157,7 +179,12 @@ async function createContext(
   const now = () => new Date();
   const connections = new ConnectionService(vault, new ChangeNotices(runtimeState, "connections-changed"));
   await connections.start();
-  const audit = new AuditLog({ db: store.db, logPath: layout.auditLog, now });
+  const audit = new AuditLog({
+    db: store.db,
+    logPath: layout.auditLog,
+    externalLogPath: layout.externalAuditLog,
+    now,
+  });
   const authSessions = new AuthSessionService(runtimeState, now);
   await authSessions.start();
   const oauthEndpoints = new OAuthEndpointResolver(now);
@@ -182,6 +209,7 @@ async function createContext(
     // Replicas must share token ids; one daemon decides faster in its own memory.
     replayCache:
       runtimeState.kind === "redis" ? new SharedReplayCache(runtimeState) : new MemoryReplayCache(),
+    popIssuedNotBefore: 0,
     probes: new ProbeCache(),
     bootstrapSecret: ensureBootstrapSecret(layout.bootstrapSecret),
     startedAt: new Date(),
@@ -204,6 +232,13 @@ async function createContext(
     signInLimits: {
       perEmail: new AttemptLimiter(runtimeState, { kind: "email", ...SIGN_IN_LIMIT_PER_EMAIL }),
       perAddress: new AttemptLimiter(runtimeState, { kind: "address", ...SIGN_IN_LIMIT_PER_ADDRESS }),
+    },
+    selfRegistrationLimits: {
+      perAddress: new AttemptLimiter(runtimeState, {
+        kind: "registration-address",
+        ...SELF_REGISTRATION_LIMIT_PER_ADDRESS,
+      }),
+      claimLinks: new FixedWindowRate(runtimeState, { kind: "claim-links", ...CLAIM_LINK_RATE }),
     },
   };
 }

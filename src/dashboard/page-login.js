@@ -154,17 +154,18 @@ export function loginPage({ url, signIn }) {
     submit.disabled = true;
     submit.textContent = config.busy;
     try {
-      const record = await api(config.path, {
-        method: "POST",
-        body: { email: email.value.trim(), password: password.value },
-        quiet401: true,
-      });
+      const body = { email: email.value.trim(), password: password.value };
+      // Registering never signs in (its answer is the same for a taken email): sign in next.
+      if (mode === "register") await api(config.path, { method: "POST", body });
+      const record = await api("/api/auth/login", { method: "POST", body, quiet401: true });
       password.value = "";
       signIn(record);
     } catch (raw) {
       const message =
         raw instanceof ApiError && raw.status === 401
-          ? "That email and password do not match an account."
+          ? mode === "register"
+            ? "This email already has an account: sign in with its password."
+            : "That email and password do not match an account."
           : raw instanceof Error
             ? raw.message
             : String(raw);

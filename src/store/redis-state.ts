@@ -14,8 +14,12 @@ export const DEFAULT_REDIS_PREFIX = "svc:";
 const SWAP = `if redis.call('GET', KEYS[1]) == ARGV[1] then
   redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3]) return 1 end return 0`;
 const DELETE_IF = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`;
-const ADD_EVENT = `redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1] - ARGV[2])
+const RESERVE_EVENT = `redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1] - ARGV[2])
+  if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[4]) then return 0 end
   redis.call('ZADD', KEYS[1], ARGV[1], ARGV[3]) redis.call('PEXPIRE', KEYS[1], ARGV[2]) return 1`;
+
+const INCREMENT = `local total = redis.call('INCRBY', KEYS[1], ARGV[1])
+  if total == tonumber(ARGV[1]) then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end return total`;
 
 export interface RedisStateOptions {
   /** `redis://[user:password@]host:port[/db]` or `rediss://` for TLS. */
@@ -145,10 +149,22 @@ class RedisState implements RuntimeState {
     return removed === 1;
   }
 
-  async addEvent(key: string, atMs: number, windowMs: number): Promise<void> {
+  async reserveEvent(key: string, atMs: number, windowMs: number, max: number) {
     // The member must be unique, or two events in the same millisecond would count once.
     const member = `${atMs}:${randomBytes(6).toString("base64url")}`;
-    await this.#run(() => this.#client.eval(ADD_EVENT, 1, key, atMs, Math.ceil(windowMs), member));
+    const noted = await this.#run(() =>
+      this.#client.eval(RESERVE_EVENT, 1, key, atMs, Math.ceil(windowMs), member, max),
+    );
+    return noted === 1 ? member : undefined;
+  }
+
+  async increment(key: string, by: number, ttlMs: number): Promise<number> {
+    const ttl = Math.max(1, Math.ceil(ttlMs));
+    return Number(await this.#run(() => this.#client.eval(INCREMENT, 1, key, by, ttl)));
+  }
+
+  async removeEvent(key: string, id: string): Promise<void> {
+    await this.#run(() => this.#client.zrem(key, id));
   }
 
   async events(key: string, nowMs: number, windowMs: number): Promise<number[]> {

@@ -78,14 +78,34 @@ describe.each(kinds)("RuntimeState contract (%s)", (kind, open) => {
 
   it("counts events in a sliding window, also two in the same millisecond", async () => {
     const t0 = Date.now();
-    await state.addEvent("ev", t0, 1_000);
-    await state.addEvent("ev", t0, 1_000);
-    await state.addEvent("ev", t0 + 600, 1_000);
+    expect(await state.reserveEvent("ev", t0, 1_000, 10)).toBeTruthy();
+    expect(await state.reserveEvent("ev", t0, 1_000, 10)).toBeTruthy();
+    expect(await state.reserveEvent("ev", t0 + 600, 1_000, 10)).toBeTruthy();
     expect(await state.events("ev", t0 + 700, 1_000)).toEqual([t0, t0, t0 + 600]);
     expect(await state.events("ev", t0 + 1_100, 1_000)).toEqual([t0 + 600]);
     expect(await state.events("other", t0, 1_000)).toEqual([]);
     expect(await state.delete("ev")).toBe(true);
     expect(await state.events("ev", t0 + 700, 1_000)).toEqual([]);
+  });
+
+  it("reserves at most `max` events in a window, atomically, and forgets one on request", async () => {
+    const t0 = Date.now();
+    const ids = await Promise.all(Array.from({ length: 20 }, () => state.reserveEvent("rv", t0, 1_000, 3)));
+    const granted = ids.filter((id): id is string => id !== undefined);
+    expect(granted).toHaveLength(3);
+    expect(new Set(granted).size).toBe(3);
+    await state.removeEvent("rv", granted[0]!);
+    expect(await state.events("rv", t0, 1_000)).toHaveLength(2);
+    expect(await state.reserveEvent("rv", t0, 1_000, 3)).toBeTruthy();
+    expect(await state.reserveEvent("rv", t0, 1_000, 3)).toBeUndefined();
+    expect(await state.reserveEvent("rv", t0 + 1_001, 1_000, 3)).toBeTruthy();
+  });
+
+  it("increments a counter atomically, which expires with the time to live it was created with", async () => {
+    const totals = await Promise.all(Array.from({ length: 10 }, () => state.increment("count", 3, 300)));
+    expect(totals.sort((a, b) => a - b)).toEqual([3, 6, 9, 12, 15, 18, 21, 24, 27, 30]);
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    expect(await state.increment("count", 1, 300)).toBe(1);
   });
 
   it("delivers published messages to subscribers until they unsubscribe", async () => {

@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import { EventEmitter } from "node:events";
 import { OperationNotAllowedError } from "../core/errors.ts";
 
@@ -27,8 +28,19 @@ export interface RuntimeState {
    * value (a lock's owner releasing it).
    */
   delete(key: string, expected?: string): Promise<boolean>;
-  /** Notes an event at `atMs` in a sliding window of `windowMs` under `key`. */
-  addEvent(key: string, atMs: number, windowMs: number): Promise<void>;
+  /**
+   * Notes an event at `atMs` in a sliding window of `windowMs` under `key`, but only while fewer
+   * than `max` are in the window, in one atomic step (so parallel callers cannot all slip under
+   * the limit). Resolves the event's id, or undefined (nothing noted) when the window is full.
+   */
+  reserveEvent(key: string, atMs: number, windowMs: number, max: number): Promise<string | undefined>;
+  /**
+   * Adds `by` to the counter at `key` (created at 0 with a time to live of `ttlMs`, which later
+   * additions do not extend) and resolves the new total: one atomic step, for fixed-window rates.
+   */
+  increment(key: string, by: number, ttlMs: number): Promise<number>;
+  /** Forgets one event `reserveEvent` noted (an attempt that turned out not to count). */
+  removeEvent(key: string, id: string): Promise<void>;
   /** The times of the events under `key` within the window ending at `nowMs`, oldest first. */
   events(key: string, nowMs: number, windowMs: number): Promise<number[]>;
   /** Tells every subscriber of `channel`, in every replica (this one included). */
@@ -69,7 +81,7 @@ export class MemoryRuntimeState implements RuntimeState {
   readonly kind = "memory";
   readonly description = "memory (this daemon process)";
   readonly #entries = new Map<string, Entry>();
-  readonly #events = new Map<string, number[]>();
+  readonly #events = new Map<string, { at: number; id: string }[]>();
   readonly #channels = new EventEmitter();
   readonly #now: () => number;
   readonly #maxPerKind: number;
@@ -146,17 +158,40 @@ export class MemoryRuntimeState implements RuntimeState {
     return this.#remove(key);
   }
 
-  async addEvent(key: string, atMs: number, windowMs: number): Promise<void> {
-    const recent = await this.events(key, atMs, windowMs);
-    recent.push(atMs);
+  async reserveEvent(key: string, atMs: number, windowMs: number, max: number) {
+    // No await between the count and the push: the check and the reservation are one step.
+    const recent = this.#recent(key, atMs, windowMs);
+    if (recent.length >= max) return undefined;
+    const id = randomBytes(6).toString("base64url");
+    recent.push({ at: atMs, id });
     this.#events.set(key, recent);
     if (this.#events.size > SWEEP_THRESHOLD) {
-      for (const name of this.#events.keys()) await this.events(name, atMs, windowMs);
+      for (const name of this.#events.keys()) this.#recent(name, atMs, windowMs);
     }
+    return id;
+  }
+
+  async increment(key: string, by: number, ttlMs: number): Promise<number> {
+    const entry = this.#live(key);
+    const total = Number(entry?.value ?? 0) + by;
+    if (entry) entry.value = String(total);
+    else this.#put(key, String(total), ttlMs);
+    return total;
+  }
+
+  async removeEvent(key: string, id: string): Promise<void> {
+    const recent = this.#events.get(key)?.filter((event) => event.id !== id);
+    if (!recent?.length) this.#events.delete(key);
+    else this.#events.set(key, recent);
   }
 
   async events(key: string, nowMs: number, windowMs: number): Promise<number[]> {
-    const recent = (this.#events.get(key) ?? []).filter((at) => at > nowMs - windowMs);
+    return this.#recent(key, nowMs, windowMs).map((event) => event.at);
+  }
+
+  /** The events under `key` still in the window (a copy); older ones are dropped. */
+  #recent(key: string, nowMs: number, windowMs: number): { at: number; id: string }[] {
+    const recent = (this.#events.get(key) ?? []).filter((event) => event.at > nowMs - windowMs);
     if (recent.length === 0) this.#events.delete(key);
     else this.#events.set(key, recent);
     return [...recent];

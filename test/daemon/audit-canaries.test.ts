@@ -95,7 +95,7 @@ describe("audit canaries and paging", () => {
     await t.client.post("/api/connections/canaryoauth/revoke", {});
     const password = plant(`canary-password-${randomBytes(8).toString("hex")}`);
     const account = new WebSession(t.daemon.url);
-    expect((await account.signIn("canary@example.com", password, true)).status).toBe(201);
+    expect((await account.signIn("canary@example.com", password, true)).status).toBe(200);
     expect((await new WebSession(t.daemon.url).signIn("canary@example.com", `${password}x`)).status).toBe(
       401,
     );

@@ -60,7 +60,7 @@ describe("audit routes", () => {
   it("refuses a malformed or oversized batch whole and keeps earlier batches", async () => {
     const before = (await t.client.get<AuditPageRecord>("/api/audit/events?event=proxy.request&limit=500"))
       .events.length;
-    const bad = [external(), external({ event: "NOT AN EVENT" })];
+    const bad = [external(), external({ event: "NOT AN EVENT" as ExternalAuditEvent["event"] })];
     await expect(t.client.post("/audit/events", { events: bad })).rejects.toBeInstanceOf(InvalidInputError);
     const huge = Array.from({ length: 501 }, () => external());
     await expect(t.client.post("/audit/events", { events: huge })).rejects.toBeInstanceOf(InvalidInputError);

@@ -54,7 +54,8 @@ describe("a daemon whose store is PostgreSQL", () => {
   });
 
   it("pages proxy events newest first, exactly once", async () => {
-    const base = Date.parse("2031-01-01T00:00:00.000Z");
+    // A minute ago, on a whole second (five events share each second): the daemon takes recent events only.
+    const base = Math.floor((Date.now() - 60_000) / 1000) * 1000;
     const events: ExternalAuditEvent[] = Array.from({ length: 25 }, (_, index) => ({
       timestamp: new Date(base + Math.floor(index / 5) * 1000).toISOString(),
       event: "proxy.request",

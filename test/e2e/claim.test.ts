@@ -65,7 +65,7 @@ describe("claiming an identity on a daemon with another SVC_HOME", () => {
     daemon = await startTestDaemon();
     browser = new WebSession(daemon.daemon.url);
     const signedIn = await browser.signIn(`claim-${Date.now()}@example.com`, "correct horse battery", true);
-    expect(signedIn.status).toBe(201);
+    expect(signedIn.status).toBe(200);
     principalId = ((await signedIn.json()) as { principal_id: string }).principal_id;
     cwd = mkdtempSync(join(tmpdir(), "svc-claim-cwd-"));
   });

@@ -44,11 +44,16 @@ export class WebSession {
     return response;
   }
 
-  /** Signs in (or registers) and keeps the CSRF token for later requests. */
+  /**
+   * Signs in (registering first when asked, as the dashboard's form does) and keeps the CSRF token
+   * for later requests. A refused registration is returned as is.
+   */
   async signIn(email: string, password: string, register = false): Promise<Response> {
-    const response = await this.request("POST", register ? "/api/auth/register" : "/api/auth/login", {
-      json: { email, password },
-    });
+    if (register) {
+      const registered = await this.request("POST", "/api/auth/register", { json: { email, password } });
+      if (!registered.ok) return registered;
+    }
+    const response = await this.request("POST", "/api/auth/login", { json: { email, password } });
     if (response.ok) this.csrf = ((await response.clone().json()) as { csrf_token: string }).csrf_token;
     return response;
   }

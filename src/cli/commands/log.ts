@@ -62,7 +62,7 @@ async function auditEntries(context: CliContext, count: number): Promise<AuditEv
   const file = context.layout.auditLog;
   if (!(await probeHealth(baseUrl)) && existsSync(file)) {
     context.out.warn(
-      `no svc daemon answers at ${baseUrl}; showing the last entries of the local audit log ${file}`,
+      `no svc daemon answers at ${baseUrl}; showing the last lifecycle entries of the local audit log ${file} (proxy traffic is in proxy.log beside it)`,
     );
     return auditEntriesFromFile(file, count);
   }

@@ -20,7 +20,8 @@ export function daemonBaseUrl(context: DaemonContext, request: FastifyRequest): 
 /**
  * A browser request that changes something must come from the daemon's own pages: a cross-site
  * Origin (or a browser saying cross-site) is refused. `requireOrigin` also refuses a request
- * without Origin, which every current browser sends on POST.
+ * without Origin, which every current browser sends on POST, and one whose `Sec-Fetch-Site` is
+ * anything but `same-origin` (a sibling subdomain is not the daemon either).
  */
 export function assertSameOrigin(
   context: DaemonContext,
@@ -30,7 +31,10 @@ export function assertSameOrigin(
   const origin = request.headers.origin;
   const site = request.headers["sec-fetch-site"];
   const own = new URL(daemonBaseUrl(context, request)).origin;
-  if (site === "cross-site" || (origin === undefined ? options.requireOrigin : origin !== own)) {
+  const siteRefused = options.requireOrigin
+    ? site !== undefined && site !== "same-origin"
+    : site === "cross-site";
+  if (siteRefused || (origin === undefined ? options.requireOrigin : origin !== own)) {
     throw new OperationNotAllowedError(
       `this request must come from a page svc served (Origin ${origin ?? "missing"}, expected ${own})`,
     );
@@ -47,9 +51,14 @@ export function readCookie(request: FastifyRequest, name: string): string | unde
   return undefined;
 }
 
-function cookieAttributes(context: DaemonContext, request: FastifyRequest): string {
+/** `; Secure` when the daemon is reached over https, so its cookies never travel in the clear. */
+export function secureCookieAttribute(context: DaemonContext, request: FastifyRequest): string {
   const secure = request.protocol === "https" || context.config.publicUrl?.startsWith("https:");
-  return `Path=/; HttpOnly; SameSite=Lax${secure ? "; Secure" : ""}`;
+  return secure ? "; Secure" : "";
+}
+
+function cookieAttributes(context: DaemonContext, request: FastifyRequest): string {
+  return `Path=/; HttpOnly; SameSite=Lax${secureCookieAttribute(context, request)}`;
 }
 
 export function setSessionCookie(

@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyRequest } from "fastify";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { AuthenticationFailedError, SharedStateUnavailableError } from "../../core/errors.ts";
 import {
   type PopClaims,
@@ -51,15 +51,22 @@ function bearerToken(request: FastifyRequest): string {
   return match[1]!;
 }
 
+/**
+ * Decided by the route the router matched (its pattern), never by the raw URL: the router decodes
+ * the path (`/%61pi/...` runs `/api/...`), so a prefix test on the raw target could be dodged.
+ */
 export function routeAuth(request: FastifyRequest): RouteAuth {
   const configured = request.routeOptions.config?.auth;
   if (configured) return configured;
-  return request.url.startsWith("/api/") ? "pop" : "none";
+  return request.routeOptions.url?.startsWith("/api/") ? "pop" : "none";
 }
 
-/** Verifies the Proof-of-Possession token on every route that needs one (after the body is read). */
+/**
+ * Verifies the Proof-of-Possession token on every route that needs one: after the body is read (it
+ * is signed) and before it is validated, so an unauthenticated caller learns nothing of a route.
+ */
 export function registerPopAuth(app: FastifyInstance, context: DaemonContext): void {
-  app.addHook("preHandler", async (request) => {
+  app.addHook("preValidation", async (request, reply) => {
     const auth = routeAuth(request);
     if (auth === "none") return;
     const anonymous = request.headers.authorization === undefined;
@@ -80,6 +87,7 @@ export function registerPopAuth(app: FastifyInstance, context: DaemonContext): v
       : context.replayCache;
     if (auth === "self-signed") {
       request.popClaims = await verifySelfSignedPopToken(token, signed, { nowSeconds, replayCache });
+      refuseIfBeforeStart(context, request.popClaims, reply);
       return;
     }
     let principalId: string | null = null;
@@ -92,9 +100,20 @@ export function registerPopAuth(app: FastifyInstance, context: DaemonContext): v
         return identity;
       },
     });
+    refuseIfBeforeStart(context, claims, reply);
     request.popClaims = claims;
     request.caller = { handle: claims.sub, did: claims.iss, principalId };
   });
+}
+
+/**
+ * A token issued before this daemon started may have been used with the previous run, whose replay
+ * cache is gone. `Retry-After` tells the client that a token signed a second later will do.
+ */
+function refuseIfBeforeStart(context: DaemonContext, claims: PopClaims, reply: FastifyReply): void {
+  if (claims.iat >= context.popIssuedNotBefore) return;
+  reply.header("retry-after", "1");
+  throw new AuthenticationFailedError("PoP token was signed before the daemon (re)started; sign a new one");
 }
 
 /** A replay cache that lets tokens through while the shared state cannot be reached. */

@@ -1,14 +1,48 @@
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
-import { AuditBatchSchema, AuditPageSchema, AuditQuerySchema } from "../../api/audit.ts";
+import {
+  AuditBatchSchema,
+  AuditPageSchema,
+  AuditQuerySchema,
+  EXTERNAL_AUDIT_RATE,
+  type ExternalAuditEvent,
+  MAX_EXTERNAL_EVENT_AGE_MS,
+  MAX_EXTERNAL_EVENT_AHEAD_MS,
+} from "../../api/audit.ts";
 import { errorResponses } from "../../api/errors.ts";
+import { InvalidInputError, RateLimitedError } from "../../core/errors.ts";
 import type { DaemonContext } from "../context.ts";
 import { callerScope } from "../services/caller-scope.ts";
+import { FixedWindowRate } from "../services/fixed-window-rate.ts";
 
 const errors = errorResponses(400, 401, 403);
 
+/**
+ * A proxy stamps an event when it makes the call and ships it within minutes: a time far ahead
+ * would sit on top of the newest-first log for good, one far behind is not from a live proxy.
+ */
+function assertPlausibleTimes(events: readonly ExternalAuditEvent[], now: Date): void {
+  for (const event of events) {
+    const at = Date.parse(event.timestamp);
+    if (at > now.getTime() + MAX_EXTERNAL_EVENT_AHEAD_MS) {
+      throw new InvalidInputError(
+        `audit event time ${event.timestamp} is more than ${MAX_EXTERNAL_EVENT_AHEAD_MS / 60_000} minutes ahead of the daemon's clock`,
+      );
+    }
+    if (at < now.getTime() - MAX_EXTERNAL_EVENT_AGE_MS) {
+      throw new InvalidInputError(
+        `audit event time ${event.timestamp} is more than ${MAX_EXTERNAL_EVENT_AGE_MS / 60_000} minutes old`,
+      );
+    }
+  }
+}
+
 /** Reading the audit log (role-scoped) and the proxy's event batches. */
 export function auditRoutes(context: DaemonContext): FastifyPluginAsyncZod {
+  const externalEventRate = new FixedWindowRate(context.runtimeState, {
+    kind: "audit-rate",
+    ...EXTERNAL_AUDIT_RATE,
+  });
   return async (app) => {
     app.get(
       "/api/audit/events",
@@ -45,16 +79,28 @@ export function auditRoutes(context: DaemonContext): FastifyPluginAsyncZod {
         config: { auth: "pop" },
         schema: {
           summary: "The proxy's batch of external events (PoP)",
-          description:
-            "Stored as one transaction: a malformed batch is refused whole (400) and nothing of it is stored; earlier batches are untouched. Identity and principal come from the PoP token.",
+          description: `Stored as one transaction: a malformed batch is refused whole (400) and nothing of it is stored; earlier batches are untouched. Identity and principal come from the PoP token. Only the proxy's event names, times at most ${MAX_EXTERNAL_EVENT_AHEAD_MS / 60_000} minutes ahead and ${MAX_EXTERNAL_EVENT_AGE_MS / 60_000} minutes old; at most ${EXTERNAL_AUDIT_RATE.max} events per identity per minute (429 with Retry-After).`,
           tags: ["audit"],
           security: [{ pop: [] }],
           body: AuditBatchSchema,
-          response: { 200: z.object({ accepted: z.number() }), ...errors },
+          response: { 200: z.object({ accepted: z.number() }), ...errors, ...errorResponses(429) },
         },
       },
-      async (request) => {
+      async (request, reply) => {
         const scope = await callerScope(context, request);
+        assertPlausibleTimes(request.body.events, context.now());
+        // Counted before anything is stored, per identity: a flood waits, other identities do not.
+        const wait = await externalEventRate.charge(
+          scope.caller.handle,
+          request.body.events.length,
+          context.now(),
+        );
+        if (wait > 0) {
+          reply.header("retry-after", String(wait));
+          throw new RateLimitedError(
+            `this identity sent more than ${EXTERNAL_AUDIT_RATE.max} proxy events this minute; try again in ${wait} s`,
+          );
+        }
         const stored = await context.audit.recordMany(
           request.body.events.map((event) => ({
             event: event.event,

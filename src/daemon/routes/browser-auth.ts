@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
@@ -6,20 +7,30 @@ import {
   BrowserSessionSchema,
   DashboardLinkRequestSchema,
   DashboardLinkSchema,
+  REGISTRATION_RECEIPT,
+  RegistrationReceiptSchema,
   RegistrationSchema,
   SignInSchema,
 } from "../../api/browser-sessions.ts";
 import { errorResponses } from "../../api/errors.ts";
 import { AUDIT_EVENTS } from "../../audit/events.ts";
-import { AuthenticationFailedError, RateLimitedError } from "../../core/errors.ts";
-import { type DaemonContext, SIGN_IN_LIMIT_PER_ADDRESS, SIGN_IN_LIMIT_PER_EMAIL } from "../context.ts";
+import { equalSecrets } from "../../core/constant-time.ts";
+import { AuthenticationFailedError, OperationNotAllowedError, RateLimitedError } from "../../core/errors.ts";
+import {
+  DASHBOARD_LINK_TTL_MS,
+  type DaemonContext,
+  SIGN_IN_LIMIT_PER_ADDRESS,
+  SIGN_IN_LIMIT_PER_EMAIL,
+} from "../context.ts";
 import { sendOutcomePage } from "../pages/html.ts";
+import { sendLinkConfirmPage } from "../pages/link-page.ts";
 import {
   assertSameOrigin,
   clearSessionCookie,
   daemonBaseUrl,
   readCookie,
   SESSION_COOKIE,
+  secureCookieAttribute,
   setSessionCookie,
 } from "../plugins/browser-auth.ts";
 import type { BrowserSession } from "../services/browser-sessions.ts";
@@ -28,6 +39,14 @@ import { DECOY_HASH, hashPassword, verifyPassword } from "../services/passwords.
 import type { Principal } from "../services/principals.ts";
 
 const tags = ["dashboard"];
+const linkParams = z.object({ token: z.string().max(128) });
+/** The double-submit cookie of a link's confirmation page (a browser without a session has no CSRF token yet). */
+const LINK_CSRF_COOKIE = "svc_link_csrf";
+const LINK_EXPIRED = {
+  ok: false,
+  title: "This dashboard link has expired",
+  message: "A link works once, for a minute. Run `svc dashboard` for a new one.",
+};
 const errors = errorResponses(400, 401, 403, 429);
 
 /** Dashboard sign-in: accounts with a password, one-time links for the local CLI, sign-out. */
@@ -57,19 +76,46 @@ export function browserAuthRoutes(context: DaemonContext): FastifyPluginAsyncZod
     return sessionRecord(session, principal);
   }
 
+  /** Uses up a one-time link: a new session for its principal, then on to `next`. */
+  async function useLink(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    token: string,
+    next: string | undefined,
+  ): Promise<FastifyReply> {
+    const link = await context.dashboardLinks.take(token);
+    const principal = link ? await context.principals.get(link.principalId) : undefined;
+    if (!principal) return sendOutcomePage(reply, 400, LINK_EXPIRED);
+    await signIn(request, reply, principal, AUDIT_EVENTS.accountSignedIn, "link");
+    return reply
+      .code(303)
+      .header("cache-control", "no-store")
+      .header("referrer-policy", "no-referrer")
+      .redirect(next ?? "/", 303);
+  }
+
   const { perEmail, perAddress } = context.signInLimits;
 
-  /** Refuses a sign-in while the email or the client address has too many recent failures. */
-  async function checkLimit(reply: FastifyReply, address: string, email?: string): Promise<void> {
+  /**
+   * Reserves one attempt for the client address and, for a sign-in, one for the email, before
+   * any slow check: parallel attempts cannot all pass a check made before any of them failed.
+   * Refused (429 with Retry-After) while either is spent; nothing is then held.
+   */
+  async function reserveAttempt(
+    reply: FastifyReply,
+    address: string,
+    email?: string,
+  ): Promise<{ releaseAddress(): Promise<void> }> {
     const now = context.now();
-    const wait = Math.max(
-      await perAddress.retryAfter(address, now),
-      email === undefined ? 0 : await perEmail.retryAfter(email, now),
-    );
-    if (wait > 0) {
-      reply.header("retry-after", String(wait));
-      throw new RateLimitedError(`too many failed sign-ins; try again in ${wait} s`);
+    const byAddress = await perAddress.reserve(address, now);
+    const byEmail = byAddress.granted && email !== undefined ? await perEmail.reserve(email, now) : undefined;
+    const refused = !byAddress.granted ? byAddress : byEmail?.granted === false ? byEmail : undefined;
+    if (refused) {
+      if (byAddress.granted) await byAddress.release();
+      reply.header("retry-after", String(refused.retryAfter));
+      throw new RateLimitedError(`too many sign-in attempts; try again in ${refused.retryAfter} s`);
     }
+    return { releaseAddress: () => (byAddress.granted ? byAddress.release() : Promise.resolve()) };
   }
 
   return async (app) => {
@@ -96,24 +142,39 @@ export function browserAuthRoutes(context: DaemonContext): FastifyPluginAsyncZod
       {
         config: { auth: "none" },
         schema: {
-          summary: "Create an account (the first of a fresh daemon is admin) and sign in",
+          summary: "Create an account (the first of a fresh daemon is admin); then sign in with it",
+          description:
+            "Answers 202 with the same body whether or not the email already had an account, so the answer tells no one which emails exist; an attempt on a taken email changes nothing and is recorded on that account's audit log.",
           tags,
           body: RegistrationSchema,
-          response: { 201: BrowserSessionSchema, ...errors },
+          response: { 202: RegistrationReceiptSchema, ...errors },
         },
       },
       async (request, reply) => {
-        assertSameOrigin(context, request);
-        await checkLimit(reply, request.ip);
+        assertSameOrigin(context, request, { requireOrigin: true });
+        // Counted and never given back, so a script cannot mint accounts (or probe emails) without pause.
+        await reserveAttempt(reply, request.ip);
         const { email, password } = request.body;
-        // Counted like a failure, so a script cannot mint accounts (or probe emails) without pause.
-        await perAddress.fail(request.ip, context.now());
-        const principal = await context.principals.create(context.now(), {
-          email,
-          passwordHash: await hashPassword(password),
-        });
-        const record = await signIn(request, reply, principal, AUDIT_EVENTS.accountRegistered, "password");
-        return reply.code(201).send(record);
+        // Hashed either way, so a taken email answers no faster than a new one.
+        const passwordHash = await hashPassword(password);
+        const principal = await context.principals.createAccount(context.now(), { email, passwordHash });
+        if (principal) {
+          await context.audit.record({
+            event: AUDIT_EVENTS.accountRegistered,
+            status: "success",
+            principal_id: principal.id,
+            detail: { method: "password" },
+          });
+        } else {
+          // On the existing account's own log: its owner sees that someone tried their email.
+          const existing = await context.principals.findAccount(email);
+          await context.audit.record({
+            event: AUDIT_EVENTS.accountRegistrationRepeated,
+            status: "failure",
+            principal_id: existing?.principal.id ?? null,
+          });
+        }
+        return reply.code(202).send(REGISTRATION_RECEIPT);
       },
     );
 
@@ -123,21 +184,20 @@ export function browserAuthRoutes(context: DaemonContext): FastifyPluginAsyncZod
         config: { auth: "none" },
         schema: {
           summary: "Sign in to the dashboard with email and password",
-          description: `After ${SIGN_IN_LIMIT_PER_EMAIL.max} failures within 15 minutes for one email (${SIGN_IN_LIMIT_PER_ADDRESS.max} for one client address), sign-ins wait (429 with Retry-After).`,
+          description: `After ${SIGN_IN_LIMIT_PER_EMAIL.max} failures within 15 minutes for one email (${SIGN_IN_LIMIT_PER_ADDRESS.max} for one client address), sign-ins wait (429 with Retry-After). Attempts are counted before the password is checked, so parallel attempts do not get past the limit.`,
           tags,
           body: SignInSchema,
           response: { 200: BrowserSessionSchema, ...errors },
         },
       },
       async (request, reply) => {
-        assertSameOrigin(context, request);
+        assertSameOrigin(context, request, { requireOrigin: true });
         const { email, password } = request.body;
-        await checkLimit(reply, request.ip, email);
+        const attempt = await reserveAttempt(reply, request.ip, email);
         const account = await context.principals.findAccount(email);
         const ok = await verifyPassword(password, account?.passwordHash ?? DECOY_HASH);
         if (!account || !ok) {
-          await perEmail.fail(email, context.now());
-          await perAddress.fail(request.ip, context.now());
+          // The reservations stay: they are the failure's count.
           // On the account's own log when there is one: its owner sees attempts on it.
           await context.audit.record({
             event: AUDIT_EVENTS.accountSignInFailed,
@@ -148,6 +208,7 @@ export function browserAuthRoutes(context: DaemonContext): FastifyPluginAsyncZod
           throw new AuthenticationFailedError("the email or password is wrong");
         }
         await perEmail.reset(email);
+        await attempt.releaseAddress();
         return signIn(request, reply, account.principal, AUDIT_EVENTS.accountSignedIn, "password");
       },
     );
@@ -207,27 +268,61 @@ export function browserAuthRoutes(context: DaemonContext): FastifyPluginAsyncZod
         config: { auth: "none" },
         schema: {
           summary: "Open a one-time dashboard link: signs the browser in and goes on to the dashboard",
+          description:
+            "Opened from another site (`Sec-Fetch-Site` other than `none` or `same-origin`), or in a browser signed in as another principal, it answers a confirmation page instead and keeps the link; the page continues with `POST /auth/link/{token}`.",
           tags,
-          params: z.object({ token: z.string().max(128) }),
+          params: linkParams,
           querystring: z.object({ next: DashboardLinkRequestSchema.shape.next }),
         },
       },
       async (request, reply) => {
-        const link = await context.dashboardLinks.take(request.params.token);
-        const principal = link ? await context.principals.get(link.principalId) : undefined;
-        if (!principal) {
-          return sendOutcomePage(reply, 400, {
-            ok: false,
-            title: "This dashboard link has expired",
-            message: "A link works once, for a minute. Run `svc dashboard` for a new one.",
-          });
+        const { token } = request.params;
+        const link = await context.dashboardLinks.peek(token);
+        const target = link ? await context.principals.get(link.value.principalId) : undefined;
+        if (!target) return sendOutcomePage(reply, 400, LINK_EXPIRED);
+        const cookie = readCookie(request, SESSION_COOKIE);
+        const session = cookie ? await context.browserSessions.find(cookie) : undefined;
+        const current = session ? await context.principals.get(session.principalId) : undefined;
+        const site = request.headers["sec-fetch-site"];
+        const fromAnotherSite = site !== undefined && site !== "none" && site !== "same-origin";
+        if (fromAnotherSite || (current && current.id !== target.id)) {
+          const csrfToken = randomBytes(32).toString("base64url");
+          reply.header(
+            "set-cookie",
+            `${LINK_CSRF_COOKIE}=${csrfToken}; Max-Age=${Math.floor(DASHBOARD_LINK_TTL_MS / 1000)}; Path=/auth/link; HttpOnly; SameSite=Strict${secureCookieAttribute(context, request)}`,
+          );
+          return sendLinkConfirmPage(reply, { token, next: request.query.next, target, current, csrfToken });
         }
-        await signIn(request, reply, principal, AUDIT_EVENTS.accountSignedIn, "link");
-        return reply
-          .code(303)
-          .header("cache-control", "no-store")
-          .header("referrer-policy", "no-referrer")
-          .redirect(request.query.next ?? "/", 303);
+        return useLink(request, reply, token, request.query.next);
+      },
+    );
+
+    app.post(
+      "/auth/link/:token",
+      {
+        config: { auth: "none" },
+        schema: {
+          summary: "Confirm a one-time dashboard link from its confirmation page",
+          description:
+            "Same Origin, and the page's `csrf_token` form field matching its short-lived cookie; then as opening the link.",
+          tags,
+          params: linkParams,
+          body: z.object({
+            csrf_token: z.string().max(128).optional(),
+            next: DashboardLinkRequestSchema.shape.next,
+          }),
+        },
+      },
+      async (request, reply) => {
+        assertSameOrigin(context, request, { requireOrigin: true });
+        const expected = readCookie(request, LINK_CSRF_COOKIE);
+        const sent = request.body.csrf_token;
+        if (!expected || sent === undefined || !equalSecrets(expected, sent)) {
+          throw new OperationNotAllowedError(
+            "this confirmation's CSRF token is missing or wrong; open the link again (or run `svc dashboard`)",
+          );
+        }
+        return useLink(request, reply, request.params.token, request.body.next);
       },
     );
   };

@@ -1,15 +1,43 @@
+import type { FastifyReply } from "fastify";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { ErrorBodySchema } from "../../api/errors.ts";
 import { IdentityRegistrationSchema, RegisteredIdentitySchema } from "../../api/identities.ts";
 import { AUDIT_EVENTS } from "../../audit/events.ts";
-import { AuthenticationFailedError } from "../../core/errors.ts";
+import { AuthenticationFailedError, RateLimitedError } from "../../core/errors.ts";
 import { verifyLocalClaimProof } from "../../identity/local-claim.ts";
-import type { DaemonContext } from "../context.ts";
+import { CLAIM_TTL_MS, type DaemonContext, MAX_UNCLAIMED_IDENTITIES } from "../context.ts";
 import { daemonBaseUrl } from "../plugins/browser-auth.ts";
 import { principalFields } from "../services/principals.ts";
 
 /** An identity registers itself (a self-signed PoP token) and, proving local access, is claimed. */
 export function identityRoutes(context: DaemonContext): FastifyPluginAsyncZod {
+  const { perAddress, claimLinks } = context.selfRegistrationLimits;
+
+  /**
+   * A registration without a local proof leaves an unclaimed identity and a claim link in the
+   * daemon: counted per client address, the unclaimed identities capped (the oldest past their
+   * claim window make room), and the claim links issued capped in all. Refusals are 429.
+   */
+  async function limitSelfRegistration(
+    reply: FastifyReply,
+    address: string,
+    creates: boolean,
+    now: Date,
+  ): Promise<void> {
+    const refuse = (seconds: number, why: string): never => {
+      reply.header("retry-after", String(seconds));
+      throw new RateLimitedError(`${why}; try again in ${seconds} s, or register on the daemon's machine`);
+    };
+    const byAddress = await perAddress.reserve(address, now);
+    if (!byAddress.granted) refuse(byAddress.retryAfter, "too many identities registered from this address");
+    if (creates) {
+      const wait = await context.identities.makeRoomForUnclaimed(now, MAX_UNCLAIMED_IDENTITIES, CLAIM_TTL_MS);
+      if (wait > 0) refuse(wait, "too many identities are waiting to be claimed");
+    }
+    const linkWait = await claimLinks.charge("all", 1, now);
+    if (linkWait > 0) refuse(linkWait, "too many claim links are pending");
+  }
+
   return async (app) => {
     app.post(
       "/api/identities",
@@ -27,10 +55,11 @@ export function identityRoutes(context: DaemonContext): FastifyPluginAsyncZod {
             400: ErrorBodySchema,
             401: ErrorBodySchema,
             403: ErrorBodySchema,
+            429: ErrorBodySchema,
           },
         },
       },
-      async (request) => {
+      async (request, reply) => {
         const { handle, did, local_claim_proof: proof } = request.body;
         const claims = request.popClaims!;
         if (claims.iss !== did || claims.sub !== handle) {
@@ -39,13 +68,18 @@ export function identityRoutes(context: DaemonContext): FastifyPluginAsyncZod {
           );
         }
         const now = context.now();
+        if (proof !== undefined && !verifyLocalClaimProof(context.bootstrapSecret, did, proof)) {
+          throw new AuthenticationFailedError(
+            "the local claim proof is wrong (is this the daemon's SVC_HOME?)",
+          );
+        }
+        if (proof === undefined) {
+          const known = await context.identities.lookup(handle);
+          // Anyone with a fresh key can register and get a claim link: bounded, unlike a local client.
+          if (!known?.principalId) await limitSelfRegistration(reply, request.ip, known === undefined, now);
+        }
         let identity = await context.identities.register(handle, did, now);
         if (proof !== undefined) {
-          if (!verifyLocalClaimProof(context.bootstrapSecret, did, proof)) {
-            throw new AuthenticationFailedError(
-              "the local claim proof is wrong (is this the daemon's SVC_HOME?)",
-            );
-          }
           if (!identity.principalId) {
             const owner = await context.principals.localOwner(now);
             identity = await context.identities.claim(handle, owner.id, now);

@@ -1,10 +1,16 @@
 import type { RuntimeState } from "../../store/runtime-state.ts";
 
+/** An attempt let through (its reservation can be given back), or refused for `retryAfter` seconds. */
+export type AttemptReservation =
+  | { granted: true; release(): Promise<void> }
+  | { granted: false; retryAfter: number };
+
 /**
- * Counts failed attempts per key (an email, a client address) in a sliding window. A key with
- * `max` failures in `windowMs` is refused until its oldest failure leaves the window. The
- * counts live in the runtime state, so replicas count together: spreading attempts over
- * replicas does not multiply the allowance.
+ * Counts attempts per key (an email, a client address) in a sliding window. An attempt is
+ * reserved before the slow check it guards (a password hash), atomically, so N parallel attempts
+ * reach the check at most `max` times; an attempt that turns out not to count (a sign-in that
+ * succeeded) is released. A key with `max` attempts in `windowMs` is refused until its oldest
+ * leaves the window. The counts live in the runtime state, so replicas count together.
  */
 export class AttemptLimiter {
   readonly #state: RuntimeState;
@@ -23,17 +29,18 @@ export class AttemptLimiter {
     return `attempts:${this.#kind}:${key}`;
   }
 
-  /** Seconds until `key` may try again; 0 when it may now. */
-  async retryAfter(key: string, now: Date): Promise<number> {
-    const recent = await this.#state.events(this.#key(key), now.getTime(), this.#windowMs);
-    if (recent.length < this.#max) return 0;
-    // The (length - max + 1)th newest failure must leave the window before one more is allowed.
-    const oldestThatCounts = recent[recent.length - this.#max]!;
-    return Math.max(1, Math.ceil((oldestThatCounts + this.#windowMs - now.getTime()) / 1000));
+  async reserve(key: string, now: Date): Promise<AttemptReservation> {
+    const stateKey = this.#key(key);
+    const id = await this.#state.reserveEvent(stateKey, now.getTime(), this.#windowMs, this.#max);
+    if (id !== undefined) return { granted: true, release: () => this.#state.removeEvent(stateKey, id) };
+    return { granted: false, retryAfter: await this.#retryAfter(stateKey, now) };
   }
 
-  async fail(key: string, now: Date): Promise<void> {
-    await this.#state.addEvent(this.#key(key), now.getTime(), this.#windowMs);
+  /** Seconds until one more attempt fits: the (length - max + 1)th newest must leave the window. */
+  async #retryAfter(stateKey: string, now: Date): Promise<number> {
+    const recent = await this.#state.events(stateKey, now.getTime(), this.#windowMs);
+    const oldestThatCounts = recent[Math.max(0, recent.length - this.#max)] ?? now.getTime();
+    return Math.max(1, Math.ceil((oldestThatCounts + this.#windowMs - now.getTime()) / 1000));
   }
 
   async reset(key: string): Promise<void> {

@@ -13,8 +13,8 @@ export interface RegisteredIdentity {
 
 /**
  * Registered identities (handle → DID). PoP verification looks one up on every request, so claimed
- * identities are cached: a claim is permanent and identities are never deleted in this version.
- * An unclaimed one is read from the store each time, since any replica may claim it.
+ * identities are cached: a claim is permanent and a claimed identity is never deleted. An unclaimed
+ * one is read from the store each time, since any replica may claim it (or let it expire).
  */
 export class IdentityRegistry {
   readonly #db: Kysely<Database>;
@@ -68,6 +68,42 @@ export class IdentityRegistry {
       throw new OperationNotAllowedError(`the handle "${handle}" is already registered to another key`);
     }
     return stored;
+  }
+
+  /**
+   * Makes room for one more unclaimed identity under `max`: unclaimed identities registered more
+   * than `expireAfterMs` ago (their claim window is over) are deleted, oldest first, as many as
+   * needed. Resolves 0 when there is room, else the seconds until the oldest unclaimed one expires.
+   * Two registrations at the same moment may both pass: the cap bounds the store, not exactly.
+   */
+  async makeRoomForUnclaimed(now: Date, max: number, expireAfterMs: number): Promise<number> {
+    const unclaimed = () => this.#db.selectFrom("identities").where("principal_id", "is", null);
+    const { n } = await unclaimed()
+      .select((eb) => eb.fn.countAll<number | string | bigint>().as("n"))
+      .executeTakeFirstOrThrow();
+    const excess = Number(n) - max + 1;
+    if (excess <= 0) return 0;
+    const expired = await unclaimed()
+      .select("handle")
+      .where("created_at", "<", new Date(now.getTime() - expireAfterMs).toISOString())
+      .orderBy("created_at")
+      .limit(excess)
+      .execute();
+    if (expired.length > 0) {
+      await this.#db
+        .deleteFrom("identities")
+        .where("principal_id", "is", null)
+        .where(
+          "handle",
+          "in",
+          expired.map((row) => row.handle),
+        )
+        .execute();
+    }
+    if (expired.length >= excess) return 0;
+    const oldest = await unclaimed().select("created_at").orderBy("created_at").limit(1).executeTakeFirst();
+    const expiresAt = oldest ? Date.parse(oldest.created_at) + expireAfterMs : now.getTime();
+    return Math.max(1, Math.ceil((expiresAt - now.getTime()) / 1000));
   }
 
   /** Attaches an unclaimed identity to a principal; an identity claimed by someone else stays theirs. */

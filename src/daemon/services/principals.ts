@@ -76,8 +76,22 @@ export class PrincipalService {
    * has an email and password hash; the local owner has neither. Refused when the email is taken.
    */
   async create(now: Date, account?: { email: string; passwordHash: string }): Promise<Principal> {
+    const principal = await this.#insert(now, account);
+    if (!principal) throw new InvalidInputError("an account with this email exists; sign in instead");
+    return principal;
+  }
+
+  /** Creates an account; undefined (nothing created) when the email is taken. */
+  createAccount(now: Date, account: { email: string; passwordHash: string }): Promise<Principal | undefined> {
+    return this.#insert(now, account);
+  }
+
+  async #insert(
+    now: Date,
+    account?: { email: string; passwordHash: string },
+  ): Promise<Principal | undefined> {
     const id = newId("prn");
-    await this.#db.transaction().execute(async (trx) => {
+    const created = await this.#db.transaction().execute(async (trx) => {
       // Serialises creations across connections and replicas: on PostgreSQL two transactions
       // could otherwise both count zero principals (two admins) or both find an email free.
       // The upsert holds the row lock until commit; later statements then see committed rows.
@@ -97,7 +111,7 @@ export class PrincipalService {
           .select("id")
           .where("email", "=", account.email)
           .executeTakeFirst();
-        if (taken) throw new InvalidInputError("an account with this email exists; sign in instead");
+        if (taken) return false;
       }
       await trx
         .insertInto("principals")
@@ -109,7 +123,9 @@ export class PrincipalService {
           created_at: now.toISOString(),
         })
         .execute();
+      return true;
     });
+    if (!created) return undefined;
     await this.#vault.createVault(id);
     return (await this.get(id))!;
   }

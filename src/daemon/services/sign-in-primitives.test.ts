@@ -50,7 +50,7 @@ const states: Array<[string, () => Promise<[RuntimeState, RuntimeState]>]> = [
 ];
 
 describe.each(states)("AttemptLimiter (%s)", (_kind, open) => {
-  it("waits after max failures, counted over replicas, until the oldest leaves the window", async () => {
+  it("grants max attempts, counted over replicas, then waits until the oldest leaves the window", async () => {
     const [one, two] = await open();
     const options = { kind: "email", max: 3, windowMs: 60_000 };
     const [a, b] = [new AttemptLimiter(one, options), new AttemptLimiter(two, options)];
@@ -60,17 +60,35 @@ describe.each(states)("AttemptLimiter (%s)", (_kind, open) => {
       [10, b],
       [20, a],
     ] as const) {
-      expect(await replica.retryAfter("k", at(s))).toBe(0);
-      await replica.fail("k", at(s));
+      expect((await replica.reserve("k", at(s))).granted).toBe(true);
     }
-    expect(await b.retryAfter("k", at(21))).toBe(39);
-    expect(await a.retryAfter("other", at(21))).toBe(0);
+    expect(await b.reserve("k", at(21))).toEqual({ granted: false, retryAfter: 39 });
+    expect((await a.reserve("other", at(21))).granted).toBe(true);
     // Another kind of limit with the same key counts apart.
-    expect(await new AttemptLimiter(one, { ...options, kind: "address" }).retryAfter("k", at(21))).toBe(0);
-    expect(await a.retryAfter("k", at(60))).toBe(0);
-    await a.fail("k", at(61));
+    expect(
+      (await new AttemptLimiter(one, { ...options, kind: "address" }).reserve("k", at(21))).granted,
+    ).toBe(true);
+    // A released attempt no longer counts.
+    const late = await a.reserve("k", at(60));
+    expect(late.granted).toBe(true);
+    if (late.granted) await late.release();
+    expect((await b.reserve("k", at(61))).granted).toBe(true);
+    expect((await b.reserve("k", at(62))).granted).toBe(false);
     await b.reset("k");
-    expect(await a.retryAfter("k", at(62))).toBe(0);
+    expect((await a.reserve("k", at(62))).granted).toBe(true);
+    await one.close();
+    if (two !== one) await two.close();
+  });
+
+  it("lets at most max of many parallel attempts through", async () => {
+    const [one, two] = await open();
+    const options = { kind: "email", max: 5, windowMs: 60_000 };
+    const [a, b] = [new AttemptLimiter(one, options), new AttemptLimiter(two, options)];
+    const now = new Date();
+    const results = await Promise.all(
+      Array.from({ length: 40 }, (_, i) => (i % 2 ? a : b).reserve("parallel", now)),
+    );
+    expect(results.filter((result) => result.granted)).toHaveLength(5);
     await one.close();
     if (two !== one) await two.close();
   });
