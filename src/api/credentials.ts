@@ -111,3 +111,26 @@ export const SignedRequestSchema = z
   })
   .meta({ id: "SignedRequest" });
 export type SignedRequest = z.infer<typeof SignedRequestSchema>;
+
+/**
+ * The credential channel: one long-lived connection per `svc run` proxy over which each request's
+ * resolve is one message (docs/daemon-api.md, "Credential channel"). Opened with
+ * `GET /api/credentials/channel`, `Connection: Upgrade`, `Upgrade: svc-resolve/1` and a PoP token;
+ * then newline-delimited JSON both ways.
+ */
+export const CHANNEL_PATH = "/api/credentials/channel";
+export const CHANNEL_PROTOCOL = "svc-resolve/1";
+/** A message longer than this (no newline within it) closes the channel. */
+export const CHANNEL_MAX_LINE_BYTES = 64 * 1024;
+
+/** Proxy to daemon: one resolve. */
+export const ChannelRequestSchema = z.object({
+  id: z.number().int().nonnegative(),
+  resolve: ResolveRequestSchema,
+});
+export type ChannelRequest = z.input<typeof ChannelRequestSchema>;
+
+/** Daemon to proxy: the answer to the request with the same id. */
+export type ChannelAnswer =
+  | { id: number; credential: ResolvedCredential }
+  | { id: number; error: { error: string; message: string } };

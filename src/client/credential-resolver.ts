@@ -4,6 +4,7 @@
  */
 import type { ResolvedCredential, ResolveRequest } from "../api/credentials.ts";
 import type { DaemonClient } from "./daemon-client.ts";
+import type { ResolveChannel } from "./resolve-channel.ts";
 
 /** The resolve request for a request URL that the route table gave to `provider`. */
 export function resolveRequestFor(url: URL, provider: string, connection?: string): ResolveRequest {
@@ -23,10 +24,13 @@ export function headerOf(credential: ResolvedCredential): Record<string, string>
 
 export class CredentialResolver {
   readonly #client: DaemonClient;
+  readonly #channel: ResolveChannel | undefined;
   readonly #inFlight = new Map<string, Promise<ResolvedCredential>>();
 
-  constructor(client: DaemonClient) {
+  /** With a `channel`, resolves go over it, and over plain HTTP while it cannot be opened. */
+  constructor(client: DaemonClient, channel?: ResolveChannel) {
     this.#client = client;
+    this.#channel = channel;
   }
 
   /**
@@ -40,12 +44,16 @@ export class CredentialResolver {
     const key = `${route}\u0000${request.connection ?? ""}\u0000${request.host ?? ""}`;
     let pending = this.#inFlight.get(key);
     if (!pending) {
-      pending = this.#client
-        // Each proxied request is audited already; a debug-log line each would be a file write each.
-        .post<ResolvedCredential>("/api/credentials/resolve", request, { trace: false })
-        .finally(() => this.#inFlight.delete(key));
+      pending = this.#ask(request).finally(() => this.#inFlight.delete(key));
       this.#inFlight.set(key, pending);
     }
     return pending;
+  }
+
+  async #ask(request: ResolveRequest): Promise<ResolvedCredential> {
+    const overChannel = await this.#channel?.resolve(request);
+    if (overChannel) return overChannel;
+    // Each proxied request is audited already; a debug-log line each would be a file write each.
+    return this.#client.post<ResolvedCredential>("/api/credentials/resolve", request, { trace: false });
   }
 }

@@ -112,6 +112,16 @@ export class DaemonClient {
     }
   }
 
+  /**
+   * `PoP <jwt>` for one bodiless request to `path`, for a caller that opens its own connection (the
+   * credential channel's upgrade); like every token, it is good for one use.
+   */
+  popAuthorization(method: string, path: string): string {
+    if (!this.identity) throw new UnexpectedError("this request needs an identity to sign it");
+    const pathAndQuery = `${this.#url.pathname.replace(/\/$/, "")}${path}`;
+    return `PoP ${signPopToken({ ...this.identity, method, pathAndQuery })}`;
+  }
+
   get<T>(path: string, options?: RequestOptions): Promise<T> {
     return this.request<T>("GET", path, options);
   }

@@ -15,6 +15,7 @@ import { authSessionRoutes } from "./routes/auth-sessions.ts";
 import { browserAuthRoutes } from "./routes/browser-auth.ts";
 import { claimRoutes } from "./routes/claim.ts";
 import { connectionRoutes } from "./routes/connections.ts";
+import { credentialChannelRoute, registerCredentialChannel } from "./routes/credential-channel.ts";
 import { credentialRoutes } from "./routes/credentials.ts";
 import { dashboardRoutes } from "./routes/dashboard.ts";
 import { identityRoutes } from "./routes/identities.ts";
@@ -108,6 +109,8 @@ export async function buildApp(
   await app.register(providerRoutes(context));
   await app.register(connectionRoutes(context));
   await app.register(credentialRoutes(context));
+  await app.register(credentialChannelRoute());
+  registerCredentialChannel(app, context);
   await app.register(authSessionRoutes(context));
   await app.register(oauthCallbackRoutes(context));
   await app.register(auditRoutes(context));

@@ -10,6 +10,7 @@ import { signRequest } from "../client/aws-signing.ts";
 import { CredentialResolver, resolveRequestFor } from "../client/credential-resolver.ts";
 import type { DaemonClient } from "../client/daemon-client.ts";
 import { ProviderRoutes } from "../client/provider-routes.ts";
+import type { ResolveChannel } from "../client/resolve-channel.ts";
 import { DaemonUnavailableError, SvcError } from "../core/errors.ts";
 import { PLACEHOLDER } from "./scrub.ts";
 import { secretForms } from "./secret-forms.ts";
@@ -25,6 +26,8 @@ export interface InjectionPolicyOptions {
   audit?: (event: ExternalAuditEvent) => void;
   /** Told once per provider when a request matches a provider that has no connection. */
   notice?: (message: string) => void;
+  /** Where resolves go (plain HTTP without one, or while it cannot be opened). */
+  channel?: ResolveChannel;
   now?: () => Date;
 }
 
@@ -106,7 +109,7 @@ export class InjectionPolicy implements ProxyPolicy {
   constructor(options: InjectionPolicyOptions) {
     this.#client = options.client;
     this.#routes = new ProviderRoutes(options.client);
-    this.#resolver = new CredentialResolver(options.client);
+    this.#resolver = new CredentialResolver(options.client, options.channel);
     this.#connections = options.connections ?? new Map();
     this.#denyUnmatched = options.denyUnmatched ?? false;
     this.#audit = options.audit;

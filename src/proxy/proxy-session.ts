@@ -5,6 +5,7 @@
 import type { ExternalAuditEvent } from "../api/audit.ts";
 import type { ProxyRoute } from "../api/credentials.ts";
 import type { DaemonClient } from "../client/daemon-client.ts";
+import { ResolveChannel } from "../client/resolve-channel.ts";
 import { AuditShipper } from "./audit-shipper.ts";
 import { loadOrCreateCa } from "./ca.ts";
 import { writeCaBundle } from "./ca-bundle.ts";
@@ -62,7 +63,10 @@ export async function startProxySession(options: ProxySessionOptions): Promise<P
       await options.client.post("/audit/events", { events });
     },
   });
+  // One connection to the daemon for every resolve of this run (docs/security.md).
+  const channel = new ResolveChannel(options.client);
   const policy = new InjectionPolicy({
+    channel,
     client: options.client,
     ...(options.connections ? { connections: options.connections } : {}),
     denyUnmatched: options.denyUnmatched ?? false,
@@ -88,6 +92,7 @@ export async function startProxySession(options: ProxySessionOptions): Promise<P
     defaults: awsRegion(routes, options.connections),
     async close() {
       await server.close();
+      channel.close();
       return shipper.close();
     },
   };

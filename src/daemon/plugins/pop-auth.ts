@@ -44,7 +44,7 @@ declare module "fastify" {
 
 const SCHEME = /^PoP\s+(\S+)$/;
 
-function bearerToken(request: FastifyRequest): string {
+export function bearerToken(request: { headers: { authorization?: string | undefined } }): string {
   const header = request.headers.authorization;
   const match = header ? SCHEME.exec(header) : null;
   if (!match) throw new AuthenticationFailedError("this route needs an `Authorization: PoP <jwt>` header");
@@ -90,20 +90,36 @@ export function registerPopAuth(app: FastifyInstance, context: DaemonContext): v
       refuseIfBeforeStart(context, request.popClaims, reply);
       return;
     }
-    let principalId: string | null = null;
-    const claims = await verifyPopToken(token, signed, {
-      nowSeconds,
-      replayCache,
-      lookupIdentity: async (handle) => {
-        const identity = await context.identities.lookup(handle);
-        principalId = identity?.principalId ?? null;
-        return identity;
-      },
-    });
+    const { claims, caller } = await verifyCaller(context, token, signed, replayCache);
     refuseIfBeforeStart(context, claims, reply);
     request.popClaims = claims;
-    request.caller = { handle: claims.sub, did: claims.iss, principalId };
+    request.caller = caller;
   });
+}
+
+/** Verifies a PoP token of a registered identity (signature, claims, single use): who it proves. */
+export async function verifyCaller(
+  context: DaemonContext,
+  token: string,
+  signed: { method: string; pathAndQuery: string; body: Buffer },
+  replayCache: ReplayCache = context.replayCache,
+): Promise<{ claims: PopClaims; caller: Caller }> {
+  let principalId: string | null = null;
+  const claims = await verifyPopToken(token, signed, {
+    nowSeconds: Math.floor(context.now().getTime() / 1000),
+    replayCache,
+    lookupIdentity: async (handle) => {
+      const identity = await context.identities.lookup(handle);
+      principalId = identity?.principalId ?? null;
+      return identity;
+    },
+  });
+  return { claims, caller: { handle: claims.sub, did: claims.iss, principalId } };
+}
+
+/** Whether a token predates this daemon's start (see refuseIfBeforeStart). */
+export function issuedBeforeStart(context: DaemonContext, claims: PopClaims): boolean {
+  return claims.iat < context.popIssuedNotBefore;
 }
 
 /**
@@ -111,7 +127,7 @@ export function registerPopAuth(app: FastifyInstance, context: DaemonContext): v
  * cache is gone. `Retry-After` tells the client that a token signed a second later will do.
  */
 function refuseIfBeforeStart(context: DaemonContext, claims: PopClaims, reply: FastifyReply): void {
-  if (claims.iat >= context.popIssuedNotBefore) return;
+  if (!issuedBeforeStart(context, claims)) return;
   reply.header("retry-after", "1");
   throw new AuthenticationFailedError("PoP token was signed before the daemon (re)started; sign a new one");
 }

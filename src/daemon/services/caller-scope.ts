@@ -18,8 +18,12 @@ export interface CallerScope {
 }
 
 /** The caller's scope; an identity no principal has claimed has no vault to act on. */
-export async function callerScope(context: DaemonContext, request: FastifyRequest): Promise<CallerScope> {
-  const caller = callerOf(request);
+export function callerScope(context: DaemonContext, request: FastifyRequest): Promise<CallerScope> {
+  return scopeOf(context, callerOf(request));
+}
+
+/** The scope of a verified caller (a PoP route's, or a credential channel's). */
+export async function scopeOf(context: DaemonContext, caller: Caller): Promise<CallerScope> {
   const principal = caller.principalId ? await context.principals.get(caller.principalId) : undefined;
   if (!principal?.vaultId) {
     throw new OperationNotAllowedError(
