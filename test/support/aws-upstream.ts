@@ -6,17 +6,11 @@
  * the check, tiny fakes of Bedrock (InvokeModel, Converse) and S3 (PutObject, GetObject) answer.
  */
 import { createHash, timingSafeEqual } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
 import type { IncomingMessage, ServerResponse } from "node:http";
-import https from "node:https";
-import type { AddressInfo } from "node:net";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { Sha256 } from "@aws-crypto/sha256-js";
 import { HttpRequest } from "@smithy/protocol-http";
 import { SignatureV4 } from "@smithy/signature-v4";
-import { loadOrCreateCa } from "../../src/proxy/ca.ts";
-import { LeafCertificates } from "../../src/proxy/leaf-certs.ts";
+import { startLocalHttpsHost } from "./https-host.ts";
 
 export interface AwsKeys {
   accessKeyId: string;
@@ -233,67 +227,45 @@ function answer(
 }
 
 export async function startAwsUpstream(keys: AwsKeys, scopeOf: ScopeOf): Promise<AwsUpstream> {
-  const dir = mkdtempSync(join(tmpdir(), "svc-aws-upstream-"));
-  const ca = await loadOrCreateCa(dir);
-  const leaves = new LeafCertificates(ca);
-  const fallback = await leaves.certificateFor("127.0.0.1");
   const requests: VerifiedRequest[] = [];
   const objects = new Map<string, Buffer>();
-  const server = https.createServer(
-    {
-      SNICallback: (name, callback) => {
-        leaves.secureContextFor(name).then(
-          (context) => callback(null, context),
-          (error: Error) => callback(error, undefined),
-        );
-      },
-      cert: `${fallback.certPem}\n${ca.certPem}`,
-      key: fallback.keyPem,
-    } as https.ServerOptions,
-    (request, response) => {
-      const chunks: Buffer[] = [];
-      request.on("data", (chunk: Buffer) => chunks.push(chunk));
-      request.on("end", () => {
-        const body = Buffer.concat(chunks);
-        verify(request, body, keys, scopeOf).then(
-          (result) => {
-            requests.push({
-              host: String(request.headers.host ?? ""),
-              method: request.method ?? "GET",
-              url: request.url ?? "/",
-              bodyBytes: body.length,
-              headers: { ...request.headers },
-              ...result,
+  const host = await startLocalHttpsHost((request, response) => {
+    const chunks: Buffer[] = [];
+    request.on("data", (chunk: Buffer) => chunks.push(chunk));
+    request.on("end", () => {
+      const body = Buffer.concat(chunks);
+      verify(request, body, keys, scopeOf).then(
+        (result) => {
+          requests.push({
+            host: String(request.headers.host ?? ""),
+            method: request.method ?? "GET",
+            url: request.url ?? "/",
+            bodyBytes: body.length,
+            headers: { ...request.headers },
+            ...result,
+          });
+          if (!result.valid) {
+            response.writeHead(403, {
+              "content-type": "application/json",
+              "x-amzn-errortype": "SignatureDoesNotMatch",
             });
-            if (!result.valid) {
-              response.writeHead(403, {
-                "content-type": "application/json",
-                "x-amzn-errortype": "SignatureDoesNotMatch",
-              });
-              response.end(JSON.stringify({ message: `signature refused: ${result.reason}` }));
-              return;
-            }
-            answer(request, response, body, result.service, objects);
-          },
-          (error: Error) => {
-            response.writeHead(500);
-            response.end(error.message);
-          },
-        );
-      });
-    },
-  );
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const port = (server.address() as AddressInfo).port;
+            response.end(JSON.stringify({ message: `signature refused: ${result.reason}` }));
+            return;
+          }
+          answer(request, response, body, result.service, objects);
+        },
+        (error: Error) => {
+          response.writeHead(500);
+          response.end(error.message);
+        },
+      );
+    });
+  });
   return {
-    port,
-    caPath: ca.certPath,
-    connectTo: (hosts) => hosts.map((host) => `${host}:443:127.0.0.1:${port}`).join(","),
+    port: host.port,
+    caPath: host.caPath,
+    connectTo: host.connectTo,
     requests,
-    async close() {
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-      rmSync(dir, { recursive: true, force: true });
-    },
+    close: host.close,
   };
 }

@@ -1,15 +1,9 @@
 import { createHash } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
 import type { IncomingMessage } from "node:http";
-import https from "node:https";
-import type { AddressInfo } from "node:net";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { gzipSync } from "node:zlib";
 import { WebSocketServer } from "ws";
-import { loadOrCreateCa } from "../../src/proxy/ca.ts";
-import { LeafCertificates } from "../../src/proxy/leaf-certs.ts";
 import { SvcSandbox } from "./cli.ts";
+import { startLocalHttpsHost } from "./https-host.ts";
 
 export interface SeenRequest {
   method: string;
@@ -46,11 +40,6 @@ export interface Upstream {
  * Authorization as JSON, then echoes messages back.
  */
 export async function startUpstream(): Promise<Upstream> {
-  const dir = mkdtempSync(join(tmpdir(), "svc-upstream-"));
-  const ca = await loadOrCreateCa(dir);
-  const leaves = new LeafCertificates(ca);
-  // Clients that send no SNI (an IP address) get the 127.0.0.1 certificate.
-  const fallback = await leaves.certificateFor("127.0.0.1");
   const seen: SeenRequest[] = [];
   const record = (request: IncomingMessage, upgrade = false): SeenRequest => ({
     method: request.method ?? "GET",
@@ -60,119 +49,103 @@ export async function startUpstream(): Promise<Upstream> {
     headers: { ...request.headers },
     ...(upgrade ? { upgrade } : {}),
   });
-  const server = https.createServer(
-    {
-      SNICallback: (name, callback) => {
-        leaves.secureContextFor(name).then(
-          (context) => callback(null, context),
-          (error: Error) => callback(error, undefined),
-        );
-      },
-      cert: `${fallback.certPem}\n${ca.certPem}`,
-      key: fallback.keyPem,
-    } as https.ServerOptions,
-    (request, response) => {
-      const url = new URL(request.url ?? "/", "https://upstream");
-      seen.push(record(request));
-      const echo = JSON.stringify({ method: request.method, path: request.url, headers: request.headers });
-      if (url.pathname === "/echo") {
-        request.resume();
+  const host = await startLocalHttpsHost((request, response) => {
+    const url = new URL(request.url ?? "/", "https://upstream");
+    seen.push(record(request));
+    const echo = JSON.stringify({ method: request.method, path: request.url, headers: request.headers });
+    if (url.pathname === "/echo") {
+      request.resume();
+      response.writeHead(200, { "content-type": "application/json" });
+      response.end(echo);
+    } else if (url.pathname === "/echo-header") {
+      response.writeHead(200, { "x-echo-authorization": String(request.headers.authorization ?? "") });
+      response.end("ok");
+    } else if (url.pathname === "/echo-encoded") {
+      const header = String(request.headers.authorization ?? request.headers["x-api-key"] ?? "");
+      const credential = header.replace(/^\S+ /, "");
+      const encoded = {
+        base64: Buffer.from(credential).toString("base64"),
+        base64url: Buffer.from(credential).toString("base64url"),
+        basic: Buffer.from(`user:${credential}`).toString("base64"),
+        percent: encodeURIComponent(credential),
+        header_base64: Buffer.from(header).toString("base64"),
+      };
+      response.writeHead(200, {
+        "content-type": "application/json",
+        "x-echo-basic": `Basic ${encoded.basic}`,
+      });
+      response.end(JSON.stringify(encoded));
+    } else if (url.pathname === "/echo-gzip") {
+      response.writeHead(200, { "content-type": "application/json", "content-encoding": "gzip" });
+      response.end(gzipSync(echo));
+    } else if (url.pathname === "/redirect") {
+      request.resume();
+      response.writeHead(Number(url.searchParams.get("status") ?? "302"), {
+        location: url.searchParams.get("to") ?? "/echo",
+      });
+      response.end();
+    } else if (url.pathname.startsWith("/status/")) {
+      response.writeHead(Number(url.pathname.slice(8)));
+      response.end();
+    } else if (url.pathname === "/bytes") {
+      const total = Number(url.searchParams.get("mb") ?? "1") * 1024 * 1024;
+      const chunk = Buffer.alloc(64 * 1024, 0x61);
+      let sent = 0;
+      response.writeHead(200, { "content-type": "application/octet-stream", "content-length": total });
+      const pump = () => {
+        while (sent < total) {
+          const piece = chunk.subarray(0, Math.min(chunk.length, total - sent));
+          sent += piece.length;
+          if (!response.write(piece)) return void response.once("drain", pump);
+        }
+        response.end();
+      };
+      pump();
+    } else if (url.pathname === "/upload") {
+      let bytes = 0;
+      const hash = createHash("sha256");
+      request.on("data", (chunk: Buffer) => {
+        bytes += chunk.length;
+        hash.update(chunk);
+      });
+      request.on("end", () => {
         response.writeHead(200, { "content-type": "application/json" });
-        response.end(echo);
-      } else if (url.pathname === "/echo-header") {
-        response.writeHead(200, { "x-echo-authorization": String(request.headers.authorization ?? "") });
-        response.end("ok");
-      } else if (url.pathname === "/echo-encoded") {
-        const header = String(request.headers.authorization ?? request.headers["x-api-key"] ?? "");
-        const credential = header.replace(/^\S+ /, "");
-        const encoded = {
-          base64: Buffer.from(credential).toString("base64"),
-          base64url: Buffer.from(credential).toString("base64url"),
-          basic: Buffer.from(`user:${credential}`).toString("base64"),
-          percent: encodeURIComponent(credential),
-          header_base64: Buffer.from(header).toString("base64"),
-        };
-        response.writeHead(200, {
-          "content-type": "application/json",
-          "x-echo-basic": `Basic ${encoded.basic}`,
-        });
-        response.end(JSON.stringify(encoded));
-      } else if (url.pathname === "/echo-gzip") {
-        response.writeHead(200, { "content-type": "application/json", "content-encoding": "gzip" });
-        response.end(gzipSync(echo));
-      } else if (url.pathname === "/redirect") {
-        request.resume();
-        response.writeHead(Number(url.searchParams.get("status") ?? "302"), {
-          location: url.searchParams.get("to") ?? "/echo",
-        });
-        response.end();
-      } else if (url.pathname.startsWith("/status/")) {
-        response.writeHead(Number(url.pathname.slice(8)));
-        response.end();
-      } else if (url.pathname === "/bytes") {
-        const total = Number(url.searchParams.get("mb") ?? "1") * 1024 * 1024;
-        const chunk = Buffer.alloc(64 * 1024, 0x61);
-        let sent = 0;
-        response.writeHead(200, { "content-type": "application/octet-stream", "content-length": total });
-        const pump = () => {
-          while (sent < total) {
-            const piece = chunk.subarray(0, Math.min(chunk.length, total - sent));
-            sent += piece.length;
-            if (!response.write(piece)) return void response.once("drain", pump);
+        response.end(JSON.stringify({ bytes, sha256: hash.digest("hex") }));
+      });
+    } else if (url.pathname === "/sse") {
+      const events = Math.min(Number(url.searchParams.get("n") ?? "3"), 1000);
+      response.writeHead(200, { "content-type": "text/event-stream" });
+      let count = 0;
+      const timer = setInterval(
+        () => {
+          response.write(`data: event ${++count}\n\n`);
+          if (count >= events) {
+            clearInterval(timer);
+            response.end();
           }
-          response.end();
-        };
-        pump();
-      } else if (url.pathname === "/upload") {
-        let bytes = 0;
-        const hash = createHash("sha256");
-        request.on("data", (chunk: Buffer) => {
-          bytes += chunk.length;
-          hash.update(chunk);
-        });
-        request.on("end", () => {
-          response.writeHead(200, { "content-type": "application/json" });
-          response.end(JSON.stringify({ bytes, sha256: hash.digest("hex") }));
-        });
-      } else if (url.pathname === "/sse") {
-        const events = Math.min(Number(url.searchParams.get("n") ?? "3"), 1000);
-        response.writeHead(200, { "content-type": "text/event-stream" });
-        let count = 0;
-        const timer = setInterval(
-          () => {
-            response.write(`data: event ${++count}\n\n`);
-            if (count >= events) {
-              clearInterval(timer);
-              response.end();
-            }
-          },
-          Number(url.searchParams.get("ms") ?? "50"),
-        );
-        response.once("close", () => clearInterval(timer));
-      } else {
-        response.writeHead(404);
-        response.end();
-      }
-    },
-  );
-  const sockets = new WebSocketServer({ server });
-  server.on("upgrade", (request: IncomingMessage) => seen.push(record(request, true)));
+        },
+        Number(url.searchParams.get("ms") ?? "50"),
+      );
+      response.once("close", () => clearInterval(timer));
+    } else {
+      response.writeHead(404);
+      response.end();
+    }
+  });
+  const sockets = new WebSocketServer({ server: host.server });
+  host.server.on("upgrade", (request: IncomingMessage) => seen.push(record(request, true)));
   sockets.on("connection", (socket, request) => {
     socket.send(JSON.stringify({ authorization: request.headers.authorization ?? null }));
     socket.on("message", (data) => socket.send(data.toString()));
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const port = (server.address() as AddressInfo).port;
   return {
-    port,
-    caPath: ca.certPath,
-    connectTo: (hosts) => hosts.map((host) => `${host}:443:127.0.0.1:${port}`).join(","),
+    port: host.port,
+    caPath: host.caPath,
+    connectTo: host.connectTo,
     seen,
     async close() {
       sockets.close();
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-      rmSync(dir, { recursive: true, force: true });
+      await host.close();
     },
   };
 }
