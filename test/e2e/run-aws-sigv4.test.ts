@@ -8,7 +8,8 @@ import { randomBytes } from "node:crypto";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type AwsKeys, type AwsUpstream, startAwsUpstream } from "../support/aws-upstream.ts";
-import { type CliResult, SvcSandbox } from "../support/cli.ts";
+import { canaryChecks } from "../support/canaries.ts";
+import { SvcSandbox } from "../support/cli.ts";
 
 const PLACEHOLDER = "svc-proxy-managed";
 const NODE = process.execPath;
@@ -32,15 +33,7 @@ const keys: AwsKeys = {
 };
 const SECRETS = [keys.secretAccessKey, keys.sessionToken!];
 
-function expectNoSecret(text: string): void {
-  for (const secret of SECRETS) expect(text).not.toContain(secret);
-}
-
-function expectOk(result: CliResult): CliResult {
-  if (result.code !== 0) throw new Error(`svc run exited ${result.code}: ${result.stderr}${result.stdout}`);
-  expectNoSecret(result.stdout + result.stderr);
-  return result;
-}
+const { expectNoSecret, expectOk } = canaryChecks(SECRETS);
 
 describe("svc run: AWS Signature Version 4 signed by the daemon", () => {
   let upstream: AwsUpstream;

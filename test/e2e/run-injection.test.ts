@@ -10,7 +10,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AuditPageRecord } from "../../src/api/audit.ts";
 import { activeIdentity, clientFor } from "../../src/client/session.ts";
 import { homeLayout } from "../../src/core/paths.ts";
-import { type CliResult, SvcSandbox } from "../support/cli.ts";
+import { canaryChecks } from "../support/canaries.ts";
+import { SvcSandbox } from "../support/cli.ts";
 import { type SeenRequest, startUpstream, type Upstream } from "../support/upstream.ts";
 
 const PLACEHOLDER = "svc-proxy-managed";
@@ -48,15 +49,7 @@ const GITHUB_WEB = {
   docs_url: "https://docs.github.com",
 };
 
-function expectNoSecret(text: string): void {
-  for (const secret of SECRETS) expect(text).not.toContain(secret);
-}
-
-function expectOk(result: CliResult): CliResult {
-  if (result.code !== 0) throw new Error(`svc run exited ${result.code}: ${result.stderr}${result.stdout}`);
-  expectNoSecret(result.stdout + result.stderr);
-  return result;
-}
+const { expectNoSecret, expectOk } = canaryChecks(SECRETS);
 
 describe("svc run: injection, placeholders, scrubbing, tunnelling, audit", () => {
   let upstream: Upstream;
