@@ -45,7 +45,7 @@ export class BenchSandbox {
     }
   }
 
-  /** Runs `node bin/svc.js <args>` synchronously (with `input` on stdin); throws unless it exits 0. */
+  /** Runs `node src/cli/bin.ts <args>` synchronously (with `input` on stdin); throws unless it exits 0. */
   svc(args: string[], extraEnv: NodeJS.ProcessEnv = {}, input?: string): SpawnSyncReturns<string> {
     const result = spawnSync(process.execPath, [SVC_BIN, ...args], {
       env: { ...this.env, ...extraEnv },

@@ -10,7 +10,10 @@ import type { HomeLayout } from "../core/paths.ts";
 import { ensurePrivateDir } from "../core/secure-fs.ts";
 import { VERSION } from "../core/version.ts";
 
-const BIN = fileURLToPath(new URL("../../bin/svc.js", import.meta.url));
+// The `svc` launcher beside this module: bin.ts in a checkout, the compiled bin.js in the package.
+const BIN = fileURLToPath(
+  new URL(import.meta.url.endsWith(".ts") ? "./bin.ts" : "./bin.js", import.meta.url),
+);
 const START_TIMEOUT_MS = 20_000;
 const STOP_TIMEOUT_MS = 10_000;
 
