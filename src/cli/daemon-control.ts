@@ -1,11 +1,13 @@
 import { spawn } from "node:child_process";
 import { closeSync, openSync, readFileSync, rmSync } from "node:fs";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Health } from "../api/health.ts";
 import { isLoopbackUrl } from "../client/base-url.ts";
 import { DaemonClient } from "../client/daemon-client.ts";
 import { readDaemonState } from "../core/daemon-state.ts";
 import { DaemonUnavailableError, SvcError } from "../core/errors.ts";
+import { withFileLock } from "../core/file-lock.ts";
 import type { HomeLayout } from "../core/paths.ts";
 import { ensurePrivateDir } from "../core/secure-fs.ts";
 import { VERSION } from "../core/version.ts";
@@ -145,14 +147,20 @@ export async function ensureDaemon(
       `the svc daemon at ${baseUrl} is not reachable; check SVC_BASE_URL and the network`,
     );
   }
-  if (health) {
-    const stopped = await stopDaemon(layout);
-    if (!stopped) {
-      throw new SvcError(
-        "OperationNotAllowedError",
-        `a daemon of version ${health.version} answers at ${baseUrl} but it is not this SVC_HOME's; stop it first`,
-      );
-    }
-  }
-  await startDetached(layout, baseUrl, env);
+  // CLI processes started together on one home start one daemon: the others wait, then find it.
+  await withFileLock(
+    join(layout.server, "daemon-start.lock"),
+    { purpose: "starting the daemon" },
+    async () => {
+      const current = await probeHealth(baseUrl);
+      if (current?.version === VERSION) return;
+      if (current && !(await stopDaemon(layout))) {
+        throw new SvcError(
+          "OperationNotAllowedError",
+          `a daemon of version ${current.version} answers at ${baseUrl} but it is not this SVC_HOME's; stop it first`,
+        );
+      }
+      await startDetached(layout, baseUrl, env);
+    },
+  );
 }

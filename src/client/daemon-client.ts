@@ -62,7 +62,8 @@ export class DaemonClient {
   readonly #timeoutMs: number;
   readonly #url: URL;
   readonly #trace: DaemonClientOptions["trace"] | undefined;
-  #registering = false;
+  /** The registration under way: parallel requests refused as unauthenticated all wait for it. */
+  #registering: Promise<void> | undefined;
 
   constructor(options: DaemonClientOptions) {
     this.baseUrl = options.baseUrl.replace(/\/+$/, "");
@@ -88,26 +89,20 @@ export class DaemonClient {
     }
   }
 
-  /** Sends; a refusal as unauthenticated registers the identity (once) and sends again. */
+  /**
+   * Sends; a refusal as unauthenticated registers the identity and sends again. Registration is
+   * single-flight: requests refused while it runs wait for the same one, then send again.
+   */
   async #registered<T>(method: string, path: string, options: RequestOptions): Promise<T> {
     try {
       return await this.#send<T>(method, path, options);
     } catch (error) {
       const register = this.#register;
-      if (
-        !(error instanceof AuthenticationFailedError) ||
-        !register ||
-        options.auth === "none" ||
-        this.#registering
-      ) {
-        throw error;
-      }
-      this.#registering = true;
-      try {
-        await register();
-      } finally {
-        this.#registering = false;
-      }
+      if (!(error instanceof AuthenticationFailedError) || !register || options.auth === "none") throw error;
+      this.#registering ??= register().finally(() => {
+        this.#registering = undefined;
+      });
+      await this.#registering;
       return this.#send<T>(method, path, options);
     }
   }
