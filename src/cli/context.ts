@@ -74,7 +74,7 @@ export class CliContext {
   async daemonAs(identity: LocalIdentity): Promise<DaemonClient> {
     const baseUrl = this.baseUrl;
     this.log.debug("connecting", { base_url: baseUrl });
-    await ensureDaemon(this.layout, baseUrl, this.io.env);
+    await ensureDaemon(this.layout, baseUrl, this.io.env, { explicit: Boolean(this.io.env.SVC_BASE_URL) });
     return clientFor(this.layout, this.io.env, identity, {
       baseUrl,
       trace: (event) => this.log.debug("daemon request", event),

@@ -3,6 +3,7 @@ import type { FastifyInstance } from "fastify";
 import pino, { type Logger } from "pino";
 import { AuditLog } from "../audit/audit-log.ts";
 import { ensureBootstrapSecret } from "../core/bootstrap-secret.ts";
+import { ensureInstanceId } from "../core/instance-id.ts";
 import type { DaemonState } from "../core/daemon-state.ts";
 import { UnexpectedError } from "../core/errors.ts";
 import type { HomeLayout } from "../core/paths.ts";
@@ -184,6 +185,7 @@ async function createContext(
       runtimeState.kind === "redis" ? new SharedReplayCache(runtimeState) : new MemoryReplayCache(),
     probes: new ProbeCache(),
     bootstrapSecret: ensureBootstrapSecret(layout.bootstrapSecret),
+    instanceId: ensureInstanceId(layout.instanceId),
     startedAt: new Date(),
     now,
     providers,
