@@ -1,6 +1,5 @@
 import type { KeyObject } from "node:crypto";
-import http from "node:http";
-import https from "node:https";
+import { createRequire } from "node:module";
 import {
   AuthenticationFailedError,
   DaemonUnavailableError,
@@ -45,6 +44,12 @@ export interface RequestOptions {
   /** `false` keeps the exchange out of `trace`: the proxy's per-request resolves would add a line each. */
   trace?: boolean;
 }
+
+// require(), not import: Node's ESM view of node:http reads every export once, and one of them is a
+// lazy getter that loads undici (fetch, WebSocket), about 60 ms of every CLI start-up.
+const require = createRequire(import.meta.url);
+const http: typeof import("node:http") = require("node:http");
+const https: typeof import("node:https") = require("node:https");
 
 const keepAliveHttp = new http.Agent({ keepAlive: true, maxSockets: 64 });
 const keepAliveHttps = new https.Agent({ keepAlive: true, maxSockets: 64 });

@@ -1,6 +1,9 @@
-import { createPrivateKey, createPublicKey, generateKeyPairSync, KeyObject } from "node:crypto";
+import type { KeyObject } from "node:crypto";
 import { InvalidInputError } from "../core/errors.ts";
+import { nodeCrypto } from "../core/node-crypto.ts";
 import { didFromKey } from "./did-key.ts";
+
+const { createPrivateKey, createPublicKey, generateKeyPairSync } = nodeCrypto;
 
 /**
  * A JSON Web Key as an object. Our own type rather than node:crypto's, whose `JsonWebKey` export
@@ -69,7 +72,7 @@ export function privateKeyFromValue(value: KeyObject | PrivateJwk | string): Key
     }
     return privateKeyFromJwk(jwk);
   }
-  if (value instanceof KeyObject) {
+  if (value instanceof nodeCrypto.KeyObject) {
     assertEd25519PrivateKey(value);
     return value;
   }
