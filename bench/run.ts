@@ -18,7 +18,7 @@ import { measureThroughput, type Throughput } from "./http-throughput.ts";
 import { claimedIdentity, popAuthorizer, signingRate } from "./identity.ts";
 import { timeProcess } from "./process-latency.ts";
 import { analyzeProfile, findProfile, type ProfileSummary } from "./profile.ts";
-import { BenchSandbox, SVC_BIN } from "./sandbox.ts";
+import { BenchSandbox } from "./sandbox.ts";
 import { round, type Summary } from "./stats.ts";
 
 const RESULTS = fileURLToPath(new URL("./results/", import.meta.url));
@@ -84,7 +84,7 @@ async function benchmark(sandbox: BenchSandbox): Promise<number> {
   const node = timeProcess({ label: "node -e 0", args: ["-e", "0"], env }, settings.runs, settings.warmups);
   log(`node -e 0: ${describe(node)}`);
   const version = timeProcess(
-    { label: "svc --version", args: [SVC_BIN, "--version"], env },
+    { label: "svc --version", args: [sandbox.bin, "--version"], env },
     settings.runs,
     settings.warmups,
   );
@@ -92,7 +92,7 @@ async function benchmark(sandbox: BenchSandbox): Promise<number> {
 
   startDaemon(sandbox);
   const whoami = timeProcess(
-    { label: "svc whoami --json", args: [SVC_BIN, "whoami", "--json"], env },
+    { label: "svc whoami --json", args: [sandbox.bin, "whoami", "--json"], env },
     settings.runs,
     settings.warmups,
   );
@@ -238,7 +238,8 @@ async function profileReady(sandbox: BenchSandbox): Promise<number> {
 }
 
 async function main(): Promise<number> {
-  const sandbox = await BenchSandbox.create();
+  // What users run: the packed package, installed (its dist/), not the checkout's sources.
+  const sandbox = await BenchSandbox.create({ installed: true });
   log(`SVC_HOME ${sandbox.layout.home}`);
   const onSignal = (signal: NodeJS.Signals) => {
     log(`${signal}: cleaning up`);

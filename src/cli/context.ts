@@ -4,7 +4,6 @@ import type { DaemonClient } from "../client/daemon-client.ts";
 import { activeIdentity, clientFor } from "../client/session.ts";
 import { type HomeLayout, homeLayout, resolveHome } from "../core/paths.ts";
 import type { LocalIdentity } from "../identity/identity-files.ts";
-import { claimOnRefusal } from "./claim.ts";
 import { ensureDaemon } from "./daemon-control.ts";
 import { DebugLog } from "./debug-log.ts";
 import { Output } from "./output.ts";
@@ -78,8 +77,9 @@ export class CliContext {
     return clientFor(this.layout, this.io.env, identity, {
       baseUrl,
       trace: (event) => this.log.debug("daemon request", event),
-      // A request refused because the identity is not claimed yet waits for its claim link.
-      claim: claimOnRefusal(this, identity, baseUrl),
+      // A request refused because the identity is not claimed yet waits for its claim link (the
+      // claim code, with its browser and progress helpers, loads only then).
+      claim: async () => (await import("./claim.ts")).claimOnRefusal(this, identity, baseUrl)(),
     });
   }
 }

@@ -8,7 +8,7 @@ import {
   type SvcError,
   UnexpectedError,
 } from "../core/errors.ts";
-import { signPopToken } from "../identity/pop-token.ts";
+import { signPopToken } from "../identity/pop-sign.ts";
 
 export interface ClientIdentity {
   handle: string;
