@@ -56,6 +56,14 @@ const GROUPS: Array<{ names: string[]; load: () => Promise<Registrar> }> = [
     load: async () => (await import("./commands/dashboard.ts")).registerDashboardCommand,
   },
   {
+    names: ["__names"],
+    load: async () => {
+      const { registerCompletionNamesCommand } = await import("./commands/completion-names.ts");
+      return (program, _contextFor, _setExitCode, io) =>
+        registerCompletionNamesCommand(program, io.env, io.stdout);
+    },
+  },
+  {
     names: ["completion"],
     load: async () => {
       const { registerCompletionCommand } = await import("./commands/completion.ts");
