@@ -44,10 +44,14 @@ export async function probeHealth(baseUrl: string, timeoutMs = 1500): Promise<He
   return "health" in answer ? answer.health : undefined;
 }
 
+/** A busy daemon (a loaded machine) may take longer than a probe's first timeout to answer. */
+const PATIENT_PROBE_MS = 5000;
+
 async function probe(
   baseUrl: string,
   timeoutMs: number,
-): Promise<{ health: Health } | { refused: true } | { strange: string }> {
+): Promise<{ health: Health } | { refused: true } | { strange: string; silent?: true }> {
+  const started = performance.now();
   try {
     const body = await new DaemonClient({ baseUrl }).get<Partial<Health>>("/api/health", {
       auth: "none",
@@ -59,13 +63,16 @@ async function probe(
     const code = ((error as Error).cause as NodeJS.ErrnoException | undefined)?.code;
     if (error instanceof DaemonUnavailableError && (code === "ECONNREFUSED" || code === "ENOTFOUND"))
       return { refused: true };
-    return { strange: error instanceof Error ? error.message : String(error) };
+    const silent = code === undefined && performance.now() - started >= timeoutMs;
+    return { strange: error instanceof Error ? error.message : String(error), ...(silent ? { silent } : {}) };
   }
 }
 
 /** Whether the svc daemon of this home, another home's, something else, or nothing answers at `baseUrl`. */
 export async function occupantOf(layout: HomeLayout, baseUrl: string, timeoutMs = 1500): Promise<Occupant> {
-  const answer = await probe(baseUrl, timeoutMs);
+  let answer = await probe(baseUrl, timeoutMs);
+  // No answer in time is not yet proof of a stranger: ask once more, patiently.
+  if ("silent" in answer && timeoutMs < PATIENT_PROBE_MS) answer = await probe(baseUrl, PATIENT_PROBE_MS);
   if ("refused" in answer) return { kind: "none" };
   if ("strange" in answer) return { kind: "not_svc", reason: answer.strange };
   const { health } = answer;
