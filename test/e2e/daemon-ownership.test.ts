@@ -104,9 +104,16 @@ describe("a home whose port is held by another home's daemon", () => {
     expect(whoami.code, whoami.stderr).toBe(0);
     expect(JSON.parse(whoami.stdout).daemon_url).toBe(`http://127.0.0.1:${portB}`);
     expect(await status(b)).toMatchObject({ running: true, url: `http://127.0.0.1:${portB}` });
-    const restart = await b.run(["daemon", "restart", "--json"], NO_URL);
+    // Asked for yet another port, start points at the running one; restart moves it, and it is saved.
+    const portC = await freePort();
+    const again = await b.run(["daemon", "start", "--port", String(portC)], NO_URL);
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.stderr).toContain(`already running at http://127.0.0.1:${portB}`);
+    const restart = await b.run(["daemon", "restart", "--port", String(portC), "--json"], NO_URL);
     expect(restart.code, restart.stderr).toBe(0);
-    expect(JSON.parse(restart.stdout)).toMatchObject({ running: true, url: `http://127.0.0.1:${portB}` });
+    expect(JSON.parse(restart.stdout)).toMatchObject({ running: true, url: `http://127.0.0.1:${portC}` });
+    const moved = await b.run(["whoami", "--json"], NO_URL);
+    expect(JSON.parse(moved.stdout).daemon_url).toBe(`http://127.0.0.1:${portC}`);
     const stop = await b.run(["daemon", "stop", "--json"], NO_URL);
     expect(JSON.parse(stop.stdout)).toEqual({ stopped: true });
     expect(await status(b)).toMatchObject({ running: false });

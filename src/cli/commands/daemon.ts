@@ -82,7 +82,10 @@ export async function runStart(context: CliContext, options: StartOptions = {}):
   const baseUrl = startUrl(context.baseUrl, options);
   const current = await daemonStatus(context.layout, baseUrl);
   if (current.running) {
-    printStatus(context, current, "already running");
+    // One home, one daemon: asked for another address, say how to move it rather than start a second.
+    const elsewhere =
+      current.url !== baseUrl ? ` at ${current.url}; \`svc daemon restart\` with --port/--host moves it` : "";
+    printStatus(context, current, `already running${elsewhere}`);
     return;
   }
   if (current.port_taken_by) {
