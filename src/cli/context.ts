@@ -1,3 +1,4 @@
+import type { Health } from "../api/health.ts";
 import { resolveBaseUrl } from "../client/base-url.ts";
 import { readClientConfig } from "../client/config.ts";
 import type { DaemonClient } from "../client/daemon-client.ts";
@@ -34,6 +35,8 @@ export class CliContext {
   readonly out: Output;
   readonly log: DebugLog;
   #client?: Promise<DaemonClient>;
+  /** The daemon's health record as the connection check saw it (absent when the daemon was just started). */
+  health: Health | undefined;
 
   constructor(io: CliIo, options: GlobalOptions) {
     this.io = io;
@@ -73,7 +76,9 @@ export class CliContext {
   async daemonAs(identity: LocalIdentity): Promise<DaemonClient> {
     const baseUrl = this.baseUrl;
     this.log.debug("connecting", { base_url: baseUrl });
-    await ensureDaemon(this.layout, baseUrl, this.io.env, { explicit: Boolean(this.io.env.SVC_BASE_URL) });
+    this.health = await ensureDaemon(this.layout, baseUrl, this.io.env, {
+      explicit: Boolean(this.io.env.SVC_BASE_URL),
+    });
     return clientFor(this.layout, this.io.env, identity, {
       baseUrl,
       trace: (event) => this.log.debug("daemon request", event),

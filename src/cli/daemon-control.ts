@@ -237,9 +237,10 @@ export async function ensureDaemon(
   baseUrl: string,
   env: NodeJS.ProcessEnv,
   options: EnsureDaemonOptions = {},
-): Promise<void> {
+): Promise<Health | undefined> {
   if (!isLoopbackUrl(baseUrl)) {
-    if (await probeHealth(baseUrl)) return;
+    const health = await probeHealth(baseUrl);
+    if (health) return health;
     throw new DaemonUnavailableError(
       `the svc daemon at ${baseUrl} is not reachable; check SVC_BASE_URL and the network`,
     );
@@ -247,20 +248,21 @@ export async function ensureDaemon(
   const usable = (occupant: Occupant) =>
     occupant.kind === "own" || (options.explicit === true && occupant.kind === "other_home");
   const occupant = await occupantOf(layout, baseUrl);
-  if (usable(occupant) && "health" in occupant && occupant.health.version === VERSION) return;
+  // The health record it answered with is returned: commands that show it need not ask again.
+  if (usable(occupant) && "health" in occupant && occupant.health.version === VERSION) return occupant.health;
   // CLI processes started together on one home start one daemon: the others wait, then find it.
-  await withFileLock(
+  return withFileLock(
     join(layout.server, "daemon-start.lock"),
     { purpose: "starting the daemon" },
-    async () => {
+    async (): Promise<Health | undefined> => {
       const current = await occupantOf(layout, baseUrl);
       if (current.kind === "none") {
         await startDetached(layout, baseUrl, env);
-        return;
+        return undefined;
       }
       if (!usable(current) || !("health" in current))
         throw foreignDaemonError(layout, baseUrl, takenBy(current));
-      if (current.health.version === VERSION) return;
+      if (current.health.version === VERSION) return current.health;
       if (current.kind !== "own" || !(await stopDaemon(layout))) {
         throw new SvcError(
           "OperationNotAllowedError",
@@ -268,6 +270,7 @@ export async function ensureDaemon(
         );
       }
       await startDetached(layout, baseUrl, env);
+      return undefined;
     },
   );
 }
