@@ -20,6 +20,8 @@ describe(`the Connect dialog in Chromium (${CHROMIUM})`, () => {
     [t, server, browser] = await Promise.all([startTestDaemon(), startAuthServer(), launchChromium()]);
     context = await newContext(browser);
     page = await context.newPage();
+    // Registered before the dashboard loads its catalogue.
+    await t.client.post("/api/providers", oauthProvider("refusing", server, "device_code"));
     const { url } = await t.client.post<{ url: string }>("/api/session", {});
     await page.goto(url);
   });
@@ -29,7 +31,6 @@ describe(`the Connect dialog in Chromium (${CHROMIUM})`, () => {
   });
 
   it("shows the provider's refusal of the client credentials entered on the bridge page", async () => {
-    await t.client.post("/api/providers", oauthProvider("refusing", server, "device_code"));
     await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Providers" }).click();
     await page.getByRole("searchbox", { name: "Search providers" }).fill("refusing");
     const [bridge] = await Promise.all([
