@@ -1,7 +1,8 @@
 import { type SpawnSyncReturns, spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { delimiter, dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { homeLayout } from "../src/core/paths.ts";
 import { freePort, SVC_BIN } from "../test/support/cli.ts";
 
@@ -17,10 +18,13 @@ export class BenchSandbox {
   readonly port: number;
   readonly baseUrl: string;
   readonly env: NodeJS.ProcessEnv;
+  /** The `svc` launcher the benchmark runs: the checkout's sources, or the installed package's. */
+  readonly bin: string;
   #destroyed = false;
 
-  private constructor(root: string, port: number) {
+  private constructor(root: string, port: number, bin: string) {
     this.root = root;
+    this.bin = bin;
     this.layout = homeLayout(join(root, "home"));
     this.port = port;
     this.baseUrl = `http://127.0.0.1:${port}`;
@@ -35,19 +39,20 @@ export class BenchSandbox {
     };
   }
 
-  static async create(): Promise<BenchSandbox> {
+  /** With `installed`, `npm pack` and install the package into the sandbox and run that, as a user would. */
+  static async create(options: { installed?: boolean } = {}): Promise<BenchSandbox> {
     const root = mkdtempSync(join(tmpdir(), "svc-bench-"));
     try {
-      return new BenchSandbox(root, await freePort());
+      return new BenchSandbox(root, await freePort(), options.installed ? installPackage(root) : SVC_BIN);
     } catch (error) {
       rmSync(root, { recursive: true, force: true });
       throw error;
     }
   }
 
-  /** Runs `node bin/svc.js <args>` synchronously (with `input` on stdin); throws unless it exits 0. */
+  /** Runs `node <bin> <args>` synchronously (with `input` on stdin); throws unless it exits 0. */
   svc(args: string[], extraEnv: NodeJS.ProcessEnv = {}, input?: string): SpawnSyncReturns<string> {
-    const result = spawnSync(process.execPath, [SVC_BIN, ...args], {
+    const result = spawnSync(process.execPath, [this.bin, ...args], {
       env: { ...this.env, ...extraEnv },
       encoding: "utf8",
       stdio: [input === undefined ? "ignore" : "pipe", "pipe", "pipe"],
@@ -95,4 +100,27 @@ export class BenchSandbox {
     }
     rmSync(this.root, { recursive: true, force: true });
   }
+}
+
+/** Packs this checkout and installs the tarball globally into `root/prefix`; returns the installed launcher. */
+function installPackage(root: string): string {
+  const checkout = fileURLToPath(new URL("../", import.meta.url));
+  // npm's scripts (prepare builds dist/) run on this Node, whatever the system's is.
+  const env = { ...process.env, PATH: `${dirname(process.execPath)}${delimiter}${process.env.PATH}` };
+  const npm = (args: string[], cwd: string) => {
+    const result = spawnSync("npm", [...args, "--no-audit", "--no-fund", "--loglevel=error"], {
+      cwd,
+      env,
+      encoding: "utf8",
+      timeout: 300_000,
+    });
+    if (result.status !== 0) throw new Error(`npm ${args.join(" ")} failed: ${result.stderr}`);
+    return result.stdout;
+  };
+  const [{ filename }] = JSON.parse(npm(["pack", "--pack-destination", root, "--json"], checkout)) as Array<{
+    filename: string;
+  }>;
+  const prefix = join(root, "prefix");
+  npm(["install", "--global", "--prefix", prefix, join(root, filename)], root);
+  return join(prefix, "lib", "node_modules", "svc-credentials", "dist", "cli", "bin.js");
 }

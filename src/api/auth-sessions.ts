@@ -1,23 +1,9 @@
 import { z } from "zod";
 import { FlowSchema } from "../providers/schema.ts";
+import { AUTH_SESSION_STATUSES } from "./auth-session-states.ts";
 import { ConnectionNameSchema, DEFAULT_CONNECTION } from "./connections.ts";
 
-export const AUTH_SESSION_STATUSES = [
-  "pending",
-  "waiting_for_user",
-  "processing",
-  "completed",
-  "failed",
-  "expired",
-  "cancelled",
-] as const;
-export type AuthSessionStatus = (typeof AUTH_SESSION_STATUSES)[number];
-export const FINAL_STATUSES: ReadonlySet<AuthSessionStatus> = new Set([
-  "completed",
-  "failed",
-  "expired",
-  "cancelled",
-]);
+export { AUTH_SESSION_STATUSES, type AuthSessionStatus, FINAL_STATUSES } from "./auth-session-states.ts";
 
 export const CreateAuthSessionSchema = z
   .object({

@@ -1,9 +1,9 @@
 import { z } from "zod";
 import { AuthTypeSchema, FlowSchema } from "../providers/schema.ts";
 
-/** A connection name: like a provider name, also allowing upper case and dots. */
-export const CONNECTION_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$/;
-export const DEFAULT_CONNECTION = "default";
+import { CONNECTION_NAME_PATTERN } from "./names.ts";
+
+export { CONNECTION_NAME_PATTERN, DEFAULT_CONNECTION } from "./names.ts";
 
 export const ConnectionNameSchema = z
   .string()

@@ -18,6 +18,10 @@ const encryptionFields = {
 export const HealthSchema = z.object({
   status: z.literal("ok"),
   version: z.string().describe("Installed package version."),
+  instance_id: z
+    .string()
+    .optional()
+    .describe("Names the SVC_HOME this daemon serves (its server/instance.id); absent on older daemons."),
   ...encryptionFields,
 });
 export type Health = z.infer<typeof HealthSchema>;

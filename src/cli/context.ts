@@ -1,10 +1,10 @@
+import type { Health } from "../api/health.ts";
 import { resolveBaseUrl } from "../client/base-url.ts";
 import { readClientConfig } from "../client/config.ts";
 import type { DaemonClient } from "../client/daemon-client.ts";
 import { activeIdentity, clientFor } from "../client/session.ts";
 import { type HomeLayout, homeLayout, resolveHome } from "../core/paths.ts";
 import type { LocalIdentity } from "../identity/identity-files.ts";
-import { claimOnRefusal } from "./claim.ts";
 import { ensureDaemon } from "./daemon-control.ts";
 import { DebugLog } from "./debug-log.ts";
 import { Output } from "./output.ts";
@@ -35,6 +35,8 @@ export class CliContext {
   readonly out: Output;
   readonly log: DebugLog;
   #client?: Promise<DaemonClient>;
+  /** The daemon's health record as the connection check saw it (absent when the daemon was just started). */
+  health: Health | undefined;
 
   constructor(io: CliIo, options: GlobalOptions) {
     this.io = io;
@@ -74,12 +76,15 @@ export class CliContext {
   async daemonAs(identity: LocalIdentity): Promise<DaemonClient> {
     const baseUrl = this.baseUrl;
     this.log.debug("connecting", { base_url: baseUrl });
-    await ensureDaemon(this.layout, baseUrl, this.io.env);
+    this.health = await ensureDaemon(this.layout, baseUrl, this.io.env, {
+      explicit: Boolean(this.io.env.SVC_BASE_URL),
+    });
     return clientFor(this.layout, this.io.env, identity, {
       baseUrl,
       trace: (event) => this.log.debug("daemon request", event),
-      // A request refused because the identity is not claimed yet waits for its claim link.
-      claim: claimOnRefusal(this, identity, baseUrl),
+      // A request refused because the identity is not claimed yet waits for its claim link (the
+      // claim code, with its browser and progress helpers, loads only then).
+      claim: async () => (await import("./claim.ts")).claimOnRefusal(this, identity, baseUrl)(),
     });
   }
 }

@@ -1,5 +1,6 @@
 import { InvalidArgumentError } from "commander";
-import { CONNECTION_NAME_PATTERN, type Connection } from "../api/connections.ts";
+import type { Connection } from "../api/connections.ts";
+import { CONNECTION_NAME_PATTERN } from "../api/names.ts";
 
 export { segment } from "../client/daemon-api.ts";
 

@@ -8,7 +8,7 @@ const COMMANDER_SUCCESS = new Set(["commander.helpDisplayed", "commander.version
 
 /** Runs `svc` with `argv` (without node and script) and returns the exit code. */
 export async function main(argv: string[], io: CliIo = processIo()): Promise<number> {
-  const handle = buildProgram(io);
+  const handle = await buildProgram(io, argv);
   const json = argv.includes("--json");
   try {
     await handle.program.parseAsync(argv, { from: "user" });

@@ -1,4 +1,3 @@
-import { confirm, isCancel, password, text } from "@clack/prompts";
 import { InputCancelledError, InvalidInputError, type SvcError } from "../core/errors.ts";
 
 /**
@@ -21,8 +20,10 @@ export interface Prompter {
 /** The longest first line read from a pipe: far more than any key, small enough to hold. */
 const MAX_LINE_BYTES = 64 * 1024;
 
+// @clack/prompts is loaded on the first prompt: most commands never ask, and start faster without it.
 export const terminalPrompter: Prompter = {
   async secret(message) {
+    const { isCancel, password } = await import("@clack/prompts");
     const value = await password({
       message,
       output: process.stderr,
@@ -31,10 +32,12 @@ export const terminalPrompter: Prompter = {
     return isCancel(value) ? undefined : value;
   },
   async confirm(message) {
+    const { confirm, isCancel } = await import("@clack/prompts");
     const value = await confirm({ message, initialValue: false, output: process.stderr });
     return isCancel(value) ? undefined : value;
   },
   async text(message) {
+    const { isCancel, text } = await import("@clack/prompts");
     const value = await text({ message, output: process.stderr });
     return isCancel(value) ? undefined : (value ?? "");
   },

@@ -1,6 +1,5 @@
 import type { KeyObject } from "node:crypto";
-import http from "node:http";
-import https from "node:https";
+import { createRequire } from "node:module";
 import {
   AuthenticationFailedError,
   DaemonUnavailableError,
@@ -9,7 +8,7 @@ import {
   type SvcError,
   UnexpectedError,
 } from "../core/errors.ts";
-import { signPopToken } from "../identity/pop-token.ts";
+import { signPopToken } from "../identity/pop-sign.ts";
 
 export interface ClientIdentity {
   handle: string;
@@ -46,6 +45,12 @@ export interface RequestOptions {
   trace?: boolean;
 }
 
+// require(), not import: Node's ESM view of node:http reads every export once, and one of them is a
+// lazy getter that loads undici (fetch, WebSocket), about 60 ms of every CLI start-up.
+const require = createRequire(import.meta.url);
+const http: typeof import("node:http") = require("node:http");
+const https: typeof import("node:https") = require("node:https");
+
 const keepAliveHttp = new http.Agent({ keepAlive: true, maxSockets: 64 });
 const keepAliveHttps = new https.Agent({ keepAlive: true, maxSockets: 64 });
 
@@ -62,7 +67,8 @@ export class DaemonClient {
   readonly #timeoutMs: number;
   readonly #url: URL;
   readonly #trace: DaemonClientOptions["trace"] | undefined;
-  #registering = false;
+  /** The registration under way: parallel requests refused as unauthenticated all wait for it. */
+  #registering: Promise<void> | undefined;
 
   constructor(options: DaemonClientOptions) {
     this.baseUrl = options.baseUrl.replace(/\/+$/, "");
@@ -88,26 +94,20 @@ export class DaemonClient {
     }
   }
 
-  /** Sends; a refusal as unauthenticated registers the identity (once) and sends again. */
+  /**
+   * Sends; a refusal as unauthenticated registers the identity and sends again. Registration is
+   * single-flight: requests refused while it runs wait for the same one, then send again.
+   */
   async #registered<T>(method: string, path: string, options: RequestOptions): Promise<T> {
     try {
       return await this.#send<T>(method, path, options);
     } catch (error) {
       const register = this.#register;
-      if (
-        !(error instanceof AuthenticationFailedError) ||
-        !register ||
-        options.auth === "none" ||
-        this.#registering
-      ) {
-        throw error;
-      }
-      this.#registering = true;
-      try {
-        await register();
-      } finally {
-        this.#registering = false;
-      }
+      if (!(error instanceof AuthenticationFailedError) || !register || options.auth === "none") throw error;
+      this.#registering ??= register().finally(() => {
+        this.#registering = undefined;
+      });
+      await this.#registering;
       return this.#send<T>(method, path, options);
     }
   }

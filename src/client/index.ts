@@ -1,5 +1,5 @@
 /**
- * The `svc` package's entry point (`import { createClient } from "svc"`): the daemon client the
+ * The `svc` package's entry point (`import { createClient } from "svc-credentials"`): the daemon client the
  * CLI and the proxy use, for Node programs that want credentials without a proxy. docs/library.md
  * describes it. Nothing reachable from here opens the vault, the database or a server.
  */
@@ -26,6 +26,7 @@ export {
   UnexpectedError,
   VaultUnavailableError,
 } from "../core/errors.ts";
+export type { PrivateJwk } from "../identity/keypair.ts";
 export type { Provider, ProviderSummary } from "../providers/schema.ts";
 export type { FetchFunction } from "./credential-fetch.ts";
 export { type ClientOptions, createClient, type IdentityKey, SvcClient } from "./svc-client.ts";

@@ -1,5 +1,7 @@
+import { join } from "node:path";
 import type { RegisteredIdentityRecord } from "../api/identities.ts";
 import { readBootstrapSecret } from "../core/bootstrap-secret.ts";
+import { withFileLockSync } from "../core/file-lock.ts";
 import type { HomeLayout } from "../core/paths.ts";
 import { IdentityFiles, type LocalIdentity } from "../identity/identity-files.ts";
 import { localClaimProof } from "../identity/local-claim.ts";
@@ -16,17 +18,24 @@ export function loadActiveIdentity(layout: HomeLayout): LocalIdentity | undefine
   return undefined;
 }
 
-/** The active local identity, created on first use (the CLI's behaviour; the library only loads). */
+/**
+ * The active local identity, created on first use (the CLI's behaviour; the library only loads).
+ * Creation holds a lock in the home, so CLI processes started together on a fresh home agree on one.
+ */
 export function activeIdentity(layout: HomeLayout): LocalIdentity {
   const existing = loadActiveIdentity(layout);
   if (existing) return existing;
-  const files = new IdentityFiles(layout.identities);
-  const created = files.create();
-  // Another process may have made one meanwhile: the first saved stays active.
-  const latest = loadActiveIdentity(layout);
-  if (latest) return latest;
-  updateClientConfig(layout.clientConfig, { active_identity: created.handle });
-  return created;
+  return withFileLockSync(
+    join(layout.client, "identity.lock"),
+    { purpose: "creating the local identity" },
+    () => {
+      const latest = loadActiveIdentity(layout);
+      if (latest) return latest;
+      const created = new IdentityFiles(layout.identities).create();
+      updateClientConfig(layout.clientConfig, { active_identity: created.handle });
+      return created;
+    },
+  );
 }
 
 /**
@@ -61,15 +70,19 @@ export function clientFor(
   identity: LocalIdentity,
   options: ClientForOptions = {},
 ): DaemonClient {
-  const client: DaemonClient = new DaemonClient({
+  const base: DaemonClientOptions = {
     baseUrl: options.baseUrl ?? resolveBaseUrl(env, readClientConfig(layout.clientConfig)),
     identity,
     ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
     ...(options.trace ? { trace: options.trace } : {}),
+  };
+  // Registration goes through a client without the hook: its own refusal must not register again.
+  const registrar = new DaemonClient(base);
+  return new DaemonClient({
+    ...base,
     ...(options.claim ? { claim: options.claim } : {}),
     register: async () => {
-      await registerIdentity(client, identity, layout);
+      await registerIdentity(registrar, identity, layout);
     },
   });
-  return client;
 }

@@ -3,14 +3,13 @@
  * the CLI's and the proxy's client code (daemon discovery, identity, PoP signing, route rules,
  * credential resolve) behind a small API; it never starts a daemon and never creates an identity.
  */
-import type { JsonWebKey, KeyObject } from "node:crypto";
-import { createHash } from "node:crypto";
+import { createHash, type KeyObject } from "node:crypto";
 import type { Connection } from "../api/connections.ts";
 import { AuthenticationFailedError, InvalidInputError, OperationNotAllowedError } from "../core/errors.ts";
 import { type HomeLayout, homeLayout, resolveHome } from "../core/paths.ts";
 import { isValidHandle } from "../identity/handle.ts";
 import { IdentityFiles } from "../identity/identity-files.ts";
-import { identityKeyPairFromPrivateKey, privateKeyFromValue } from "../identity/keypair.ts";
+import { identityKeyPairFromPrivateKey, type PrivateJwk, privateKeyFromValue } from "../identity/keypair.ts";
 import { awsEndpointOf } from "../providers/aws-endpoint.ts";
 import type { Provider, ProviderSummary } from "../providers/schema.ts";
 import { SIGNATURE_HEADERS, SIGNED_BODY_LIMIT, signRequest, signRequestFor } from "./aws-signing.ts";
@@ -27,7 +26,7 @@ import { clientFor, loadActiveIdentity } from "./session.ts";
 export interface IdentityKey {
   handle: string;
   /** PKCS#8 PEM text, JWK JSON text, a JWK object, or a KeyObject. */
-  privateKey: string | JsonWebKey | KeyObject;
+  privateKey: string | PrivateJwk | KeyObject;
 }
 
 export interface ClientOptions {

@@ -1,6 +1,8 @@
-import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
+import { nodeCrypto } from "./node-crypto.ts";
 import { writePrivateFile } from "./secure-fs.ts";
+
+const { randomBytes } = nodeCrypto;
 
 /**
  * The daemon's bootstrap secret: a random value in a 0600 file under `server/`. A local CLI that

@@ -1,4 +1,6 @@
-import { timingSafeEqual } from "node:crypto";
+import { nodeCrypto } from "./node-crypto.ts";
+
+const { timingSafeEqual } = nodeCrypto;
 
 /** Compares two secrets in time that does not depend on where they differ. */
 export function equalSecrets(a: string, b: string): boolean {

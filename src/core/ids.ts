@@ -1,4 +1,6 @@
-import { randomBytes } from "node:crypto";
+import { nodeCrypto } from "./node-crypto.ts";
+
+const { randomBytes } = nodeCrypto;
 
 /** An opaque random identifier with a readable type prefix, e.g. `prn_3kT9...`. */
 export function newId(prefix: string, bytes = 12): string {

@@ -23,6 +23,7 @@ export function homeLayout(home: string) {
     database: join(server, "svc.db"),
     masterKey: join(server, "master.key"),
     bootstrapSecret: join(server, "bootstrap.secret"),
+    instanceId: join(server, "instance.id"),
     serverLogs: join(server, "logs"),
     /** Internal audit events (credential lifecycle, accounts, claims). */
     auditLog: join(server, "logs", "svc.log"),

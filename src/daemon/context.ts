@@ -52,6 +52,8 @@ export interface DaemonContext {
   /** Readiness probe results shared among callers for a short time. */
   probes: ProbeCache<CheckResult>;
   bootstrapSecret: Buffer;
+  /** Names this home's daemon in `/api/health` (server/instance.id), so CLIs of other homes keep away. */
+  instanceId: string;
   startedAt: Date;
   now: () => Date;
   providers: ProviderRegistry;

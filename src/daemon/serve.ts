@@ -5,6 +5,7 @@ import { AuditLog } from "../audit/audit-log.ts";
 import { ensureBootstrapSecret } from "../core/bootstrap-secret.ts";
 import type { DaemonState } from "../core/daemon-state.ts";
 import { UnexpectedError } from "../core/errors.ts";
+import { ensureInstanceId } from "../core/instance-id.ts";
 import type { HomeLayout } from "../core/paths.ts";
 import { ensurePrivateDir, writePrivateFile } from "../core/secure-fs.ts";
 import { SPEC_VERSION, VERSION } from "../core/version.ts";
@@ -212,6 +213,7 @@ async function createContext(
     popIssuedNotBefore: 0,
     probes: new ProbeCache(),
     bootstrapSecret: ensureBootstrapSecret(layout.bootstrapSecret),
+    instanceId: ensureInstanceId(layout.instanceId),
     startedAt: new Date(),
     now,
     providers,

@@ -1,7 +1,10 @@
-import { createPublicKey, type KeyObject } from "node:crypto";
+import type { KeyObject } from "node:crypto";
 import { base58 } from "@scure/base";
 import { InvalidInputError } from "../core/errors.ts";
+import { nodeCrypto } from "../core/node-crypto.ts";
 import { decodeBase64urlStrict, encodeBase64url } from "./base64url.ts";
+
+const { createPublicKey } = nodeCrypto;
 
 /** Every did:key this module makes or accepts: `did:key:` + multibase prefix `z` (base58btc). */
 export const DID_KEY_PREFIX = "did:key:z";

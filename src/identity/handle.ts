@@ -1,4 +1,6 @@
-import { randomInt as cryptoRandomInt } from "node:crypto";
+import { nodeCrypto } from "../core/node-crypto.ts";
+
+const { randomInt: cryptoRandomInt } = nodeCrypto;
 
 /** Returns a uniformly random integer in `[0, max)`. */
 export type RandomInt = (max: number) => number;

@@ -1,12 +1,21 @@
-import {
-  createPrivateKey,
-  createPublicKey,
-  generateKeyPairSync,
-  type JsonWebKey,
-  KeyObject,
-} from "node:crypto";
+import type { KeyObject } from "node:crypto";
 import { InvalidInputError } from "../core/errors.ts";
+import { nodeCrypto } from "../core/node-crypto.ts";
 import { didFromKey } from "./did-key.ts";
+
+const { createPrivateKey, createPublicKey, generateKeyPairSync } = nodeCrypto;
+
+/**
+ * A JSON Web Key as an object. Our own type rather than node:crypto's, whose `JsonWebKey` export
+ * some @types/node majors lack: the library's declarations must compile against 22, 24 and newer.
+ */
+export interface PrivateJwk {
+  kty?: string;
+  crv?: string;
+  d?: string;
+  x?: string;
+  [member: string]: unknown;
+}
 
 /** An Ed25519 key pair and the did:key naming its public half. */
 export interface IdentityKeyPair {
@@ -51,7 +60,7 @@ export function privateKeyFromPem(pem: string): KeyObject {
  * KeyObject, PKCS#8 PEM text, a JWK object, or JWK JSON text. Throws InvalidInputError otherwise;
  * the message never quotes the value.
  */
-export function privateKeyFromValue(value: KeyObject | JsonWebKey | string): KeyObject {
+export function privateKeyFromValue(value: KeyObject | PrivateJwk | string): KeyObject {
   if (typeof value === "string") {
     const text = value.trim();
     if (text.startsWith("-----BEGIN")) return privateKeyFromPem(text);
@@ -63,7 +72,7 @@ export function privateKeyFromValue(value: KeyObject | JsonWebKey | string): Key
     }
     return privateKeyFromJwk(jwk);
   }
-  if (value instanceof KeyObject) {
+  if (value instanceof nodeCrypto.KeyObject) {
     assertEd25519PrivateKey(value);
     return value;
   }
@@ -77,7 +86,7 @@ export function privateKeyFromJwk(jwk: unknown): KeyObject {
     throw new InvalidInputError('The private key JWK must have kty "OKP", crv "Ed25519" and a "d" member.');
   }
   try {
-    return createPrivateKey({ key: fields as JsonWebKey, format: "jwk" });
+    return createPrivateKey({ key: fields as PrivateJwk, format: "jwk" });
   } catch {
     throw new InvalidInputError("The private key JWK is not a readable Ed25519 key.");
   }

@@ -1,4 +1,6 @@
-import { createHmac, timingSafeEqual } from "node:crypto";
+import { nodeCrypto } from "../core/node-crypto.ts";
+
+const { createHmac, timingSafeEqual } = nodeCrypto;
 
 /**
  * Proof that a client can read the daemon's bootstrap secret (mode 0600 under `server/`), which

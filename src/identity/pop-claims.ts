@@ -1,4 +1,6 @@
-import { createHash } from "node:crypto";
+import { nodeCrypto } from "../core/node-crypto.ts";
+
+const { createHash } = nodeCrypto;
 
 /** The `aud` of every PoP token: the local daemon. */
 export const POP_AUDIENCE = "svc-daemon";

@@ -1,5 +1,6 @@
-import { type KeyObject, randomBytes, sign } from "node:crypto";
+import type { KeyObject } from "node:crypto";
 import { InvalidInputError } from "../core/errors.ts";
+import { nodeCrypto } from "../core/node-crypto.ts";
 import { encodeBase64url } from "./base64url.ts";
 import { isValidHandle } from "./handle.ts";
 import {
@@ -13,6 +14,8 @@ import {
   type PopClaims,
   type PopHeader,
 } from "./pop-claims.ts";
+
+const { randomBytes, sign } = nodeCrypto;
 
 export interface SignPopTokenInput {
   handle: string;

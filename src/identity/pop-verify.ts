@@ -1,5 +1,6 @@
-import { type KeyObject, verify } from "node:crypto";
+import type { KeyObject } from "node:crypto";
 import { AuthenticationFailedError } from "../core/errors.ts";
+import { nodeCrypto } from "../core/node-crypto.ts";
 import { decodeBase64urlStrict } from "./base64url.ts";
 import { DID_KEY_PREFIX, publicKeyFromDid } from "./did-key.ts";
 import { isValidHandle } from "./handle.ts";
@@ -15,6 +16,8 @@ import {
   type PopClaims,
 } from "./pop-claims.ts";
 import type { ReplayCache } from "./replay-cache.ts";
+
+const { verify } = nodeCrypto;
 
 /** The request a PoP token must match. */
 export interface PopRequest {

@@ -9,16 +9,27 @@
  */
 import { type core, z } from "zod";
 import { InvalidInputError } from "../core/errors.ts";
+import {
+  AUTH_TYPES,
+  FLOWS,
+  type OAUTH_FLOWS,
+  PROVIDER_NAME_PATTERN,
+  SOURCES,
+  TOKEN_AUTH_METHODS,
+} from "./vocabulary.ts";
 
 // ---------------------------------------------------------------------------------------------
 // Vocabulary
 // ---------------------------------------------------------------------------------------------
 
-export const AUTH_TYPES = ["oauth2", "api_key", "aws_sigv4"] as const;
-export const FLOWS = ["pkce", "device_code", "dcr_pkce", "api_key"] as const;
-export const OAUTH_FLOWS = ["pkce", "device_code", "dcr_pkce"] as const;
-export const SOURCES = ["bundled", "custom"] as const;
-export const TOKEN_AUTH_METHODS = ["client_secret_post", "client_secret_basic", "none"] as const;
+export {
+  AUTH_TYPES,
+  FLOWS,
+  OAUTH_FLOWS,
+  PROVIDER_NAME_PATTERN,
+  SOURCES,
+  TOKEN_AUTH_METHODS,
+} from "./vocabulary.ts";
 
 export const AuthTypeSchema = z.enum(AUTH_TYPES);
 export const FlowSchema = z.enum(FLOWS);
@@ -31,8 +42,6 @@ export type OAuthFlow = (typeof OAUTH_FLOWS)[number];
 export type ProviderSource = z.infer<typeof SourceSchema>;
 export type TokenAuthMethod = z.infer<typeof TokenAuthMethodSchema>;
 
-/** A provider name: lower case, safe as a file name and in a URL path segment. */
-export const PROVIDER_NAME_PATTERN = /^[a-z0-9][a-z0-9_-]{0,62}$/;
 /** An environment variable name. */
 export const ENV_VAR_PATTERN = /^[A-Za-z_][A-Za-z0-9_]*$/;
 /** An HTTP header field name (RFC 9110 `token`). */

@@ -103,7 +103,7 @@ describe("the credential channel", () => {
     );
     opened.socket!.destroy();
     const byId = new Map(answers.map((answer) => [answer.id, answer]));
-    expect((byId.get(1)?.credential as ResolvedCredential).header_value).toBe(`Bearer ${KEY}`);
+    expect((byId.get(1)?.credential as ResolvedCredential | undefined)?.header_value).toBe(`Bearer ${KEY}`);
     expect(byId.get(2)).toMatchObject({ error: { error: "ProviderNotFoundError" } });
     expect(byId.get(3)).toMatchObject({ error: { error: "ConnectionNotFoundError" } });
     expect(byId.get(0)).toMatchObject({ error: { error: "InvalidInputError" } });

@@ -32,7 +32,7 @@ function rawGet(path: string, host: string): Promise<{ status: number; body: str
 }
 
 describe("GET /api/health", () => {
-  it("answers without authentication with exactly the spec's fields", async () => {
+  it("answers without authentication with exactly the spec's fields and the home's instance id", async () => {
     const response = await fetch(`${t.daemon.url}/api/health`);
     expect(response.status).toBe(200);
     const body = await response.json();
@@ -40,6 +40,7 @@ describe("GET /api/health", () => {
     expect(body).toEqual({
       status: "ok",
       version,
+      instance_id: readFileSync(t.layout.instanceId, "utf8").trim(),
       configured_encryption_mode: "local_key",
       effective_encryption_source: "local_key",
       encryption_backend: expect.stringContaining("master.key"),

@@ -222,7 +222,8 @@ describe("a local daemon of another version", () => {
   it("is stopped and replaced by this version's daemon on the next command", async () => {
     const sandbox = await SvcSandbox.create();
     const server = join(sandbox.home, "server");
-    // A stand-in for an older daemon: answers /api/health with another version and records its state.
+    // A stand-in for an older daemon: answers /api/health with another version (and no instance id),
+    // records its state, and runs as `... daemon serve` like a real one (svc checks the command line).
     const older = spawn(
       process.execPath,
       [
@@ -235,6 +236,8 @@ describe("a local daemon of another version", () => {
              fs.writeFileSync(${JSON.stringify(join(server, "daemon.pid"))}, String(process.pid));
              console.log("ready");
            });`,
+        "daemon",
+        "serve",
       ],
       { stdio: ["ignore", "pipe", "inherit"] },
     );

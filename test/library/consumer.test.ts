@@ -1,6 +1,7 @@
 /**
- * svc as another project uses it: a consumer in a temporary directory, with node_modules/svc
- * linked to this worktree, imports it by name. Its compiler accepts every example of
+ * svc as another project uses it: a consumer in a temporary directory imports it by name, from a
+ * node_modules/svc-credentials whose manifest points at this worktree's sources (so edits need no
+ * rebuild; test/package/ checks the built package). Its compiler accepts every example of
  * docs/library.md and refuses wrong calls; Node 24 runs it against a real daemon.
  */
 import { execFile, spawnSync } from "node:child_process";
@@ -40,7 +41,7 @@ const TSCONFIG = {
 };
 
 /** What an agent writes: no key, no daemon URL, nothing but the package. */
-const AGENT = `import { createClient } from "svc";
+const AGENT = `import { createClient } from "svc-credentials";
 
 const svc = createClient();
 const response = await svc.fetch(process.argv.at(-1) ?? "");
@@ -48,7 +49,7 @@ const echoed = (await response.json()) as { headers: Record<string, string | und
 console.log(JSON.stringify({ status: response.status, authorized: echoed.headers.authorization?.startsWith("Bearer ") }));
 `;
 
-const UNREACHABLE = `import { createClient, DaemonUnavailableError } from "svc";
+const UNREACHABLE = `import { createClient, DaemonUnavailableError } from "svc-credentials";
 
 const started = performance.now();
 const error = await createClient().headers("openai").catch((caught: unknown) => caught);
@@ -66,7 +67,7 @@ await import(\`./\${process.argv[2]}\`);
 
 /** The lines of `wrong.ts` that must not compile. */
 const WRONG = [
-  'import { type Connection, createClient } from "svc";',
+  'import { type Connection, createClient } from "svc-credentials";',
   "const svc = createClient({ baseUrl: 7998 });",
   "await svc.headers();",
   'await svc.headers("openai", { connection: 1 });',
@@ -78,6 +79,19 @@ const WRONG_LINES = [2, 3, 4, 5, 6];
 
 let dir: string;
 
+/**
+ * The package as built, but with its entry at the TypeScript source: a manifest of its own beside
+ * links to src/ and node_modules/. Node strips the types since the links resolve outside node_modules.
+ */
+function linkSourcePackage(target: string): void {
+  const manifest = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as Record<string, unknown>;
+  mkdirSync(target, { recursive: true });
+  symlinkSync(join(ROOT, "src"), join(target, "src"));
+  symlinkSync(join(ROOT, "node_modules"), join(target, "node_modules"));
+  const entry = { types: "./src/client/index.ts", default: "./src/client/index.ts" };
+  writeFileSync(join(target, "package.json"), JSON.stringify({ ...manifest, exports: { ".": entry } }));
+}
+
 function tsc(project: string): { code: number | null; output: string } {
   const result = spawnSync(TSC, ["-p", project], { cwd: dir, encoding: "utf8", timeout: 20_000 });
   return { code: result.status, output: `${result.stdout}${result.stderr}` };
@@ -86,7 +100,7 @@ function tsc(project: string): { code: number | null; output: string } {
 beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), "svc-consumer-"));
   mkdirSync(join(dir, "node_modules"));
-  symlinkSync(ROOT, join(dir, "node_modules", "svc"));
+  linkSourcePackage(join(dir, "node_modules", "svc-credentials"));
   symlinkSync(join(ROOT, "node_modules", "@types"), join(dir, "node_modules", "@types"));
   writeFileSync(
     join(dir, "package.json"),
@@ -102,14 +116,14 @@ afterAll(() => {
 });
 
 describe("types", () => {
-  it("compile every example of docs/library.md and the README, importing svc by name", () => {
+  it("compile every example of docs/library.md and the README, importing svc-credentials by name", () => {
     const docs = ["docs/library.md", "README.md"]
       .map((file) => readFileSync(join(ROOT, file), "utf8"))
       .join("\n");
     const examples = [...docs.matchAll(/^```ts\n([\s\S]*?)^```$/gm)].map((match) => match[1]!);
     expect(examples.length).toBeGreaterThanOrEqual(9);
     for (const [index, example] of examples.entries()) {
-      expect(example, `example ${index + 1} imports the package by name`).toContain('from "svc"');
+      expect(example, `example ${index + 1} imports the package by name`).toContain('from "svc-credentials"');
       writeFileSync(join(dir, `docs-example-${index + 1}.ts`), example);
     }
     const result = tsc("tsconfig.json");

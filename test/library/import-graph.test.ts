@@ -1,5 +1,5 @@
 /**
- * What `import "svc"` pulls in: every file and npm package reachable from the package entry point
+ * What `import "svc-credentials"` pulls in: every file and npm package reachable from the package entry point
  * (type-only imports included, since a consumer's compiler reads those too). The library is the
  * client; the daemon, its store, vault, audit and OAuth flows, the CLI and the proxy stay out.
  */
@@ -70,11 +70,12 @@ describe("the package entry point", () => {
     exports: Record<string, { types: string; default: string }>;
   };
   const entry = manifest.exports["."]!;
-  const graph = reachable(join(ROOT, entry.default));
+  // The entry is built from src/client/index.ts (tsconfig.build.json: rootDir src, outDir dist).
+  const graph = reachable(join(SRC, "client", "index.ts"));
 
-  it('is exported as "svc", typed by the same file Node runs', () => {
-    expect(manifest.name).toBe("svc");
-    expect(entry).toEqual({ types: "./src/client/index.ts", default: "./src/client/index.ts" });
+  it('is exported as "svc-credentials", built JavaScript typed by its own declarations', () => {
+    expect(manifest.name).toBe("svc-credentials");
+    expect(entry).toEqual({ types: "./dist/client/index.d.ts", default: "./dist/client/index.js" });
   });
 
   it("reaches no server, store, vault, audit, flow, CLI or proxy code", () => {

@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
-export const SVC_BIN = fileURLToPath(new URL("../../bin/svc.js", import.meta.url));
+export const SVC_BIN = fileURLToPath(new URL("../../src/cli/bin.ts", import.meta.url));
 
 export interface CliResult {
   code: number;

@@ -1,9 +1,16 @@
 import { readFileSync } from "node:fs";
 import { isIP } from "node:net";
 import { type Command, InvalidArgumentError } from "commander";
+import { updateClientConfig } from "../../client/config.ts";
 import { homeLayout, resolveHome } from "../../core/paths.ts";
 import type { CliContext } from "../context.ts";
-import { daemonStatus, startDetached, stopDaemon } from "../daemon-control.ts";
+import {
+  type DaemonStatus,
+  daemonStatus,
+  foreignDaemonError,
+  startDetached,
+  stopDaemon,
+} from "../daemon-control.ts";
 
 const LOOPBACK_HOSTS = new Set(["127.0.0.1", "localhost", "::1"]);
 
@@ -62,20 +69,59 @@ export async function runServe(context: CliContext, options: ServeOptions): Prom
   });
 }
 
-export async function runStart(context: CliContext): Promise<void> {
-  const current = await daemonStatus(context.layout, context.baseUrl);
+export interface StartOptions {
+  host?: string;
+  port?: number;
+}
+
+/**
+ * `daemon start [--host H] [--port N]`: the address given is saved as `daemon_base_url`, so later
+ * commands of this home follow the daemon there (unless SVC_BASE_URL says otherwise).
+ */
+export async function runStart(context: CliContext, options: StartOptions = {}): Promise<void> {
+  const baseUrl = startUrl(context.baseUrl, options);
+  const current = await daemonStatus(context.layout, baseUrl);
   if (current.running) {
-    printStatus(context, current, "already running");
+    // One home, one daemon: asked for another address, say how to move it rather than start a second.
+    const elsewhere =
+      current.url !== baseUrl ? ` at ${current.url}; \`svc daemon restart\` with --port/--host moves it` : "";
+    printStatus(context, current, `already running${elsewhere}`);
     return;
   }
-  const status = await startDetached(context.layout, context.baseUrl, context.io.env);
+  if (current.port_taken_by) {
+    throw foreignDaemonError(context.layout, baseUrl, current.port_taken_by);
+  }
+  const status = await startDetached(context.layout, baseUrl, context.io.env);
+  if (options.host !== undefined || options.port !== undefined) {
+    updateClientConfig(context.layout.clientConfig, { daemon_base_url: status.url });
+  }
   printStatus(context, status, "started");
+}
+
+function startUrl(configured: string, options: StartOptions): string {
+  if (options.host === undefined && options.port === undefined) return configured;
+  const url = new URL(configured);
+  const host = options.host ?? url.hostname.replace(/^\[|\]$/g, "");
+  const port = options.port ?? (Number(url.port) || 7998);
+  return `http://${host.includes(":") ? `[${host}]` : host}:${port}`;
 }
 
 export async function runStop(context: CliContext): Promise<void> {
   const stopped = await stopDaemon(context.layout);
-  if (context.out.options.json) context.out.json({ stopped });
-  else context.out.status(stopped ? "daemon stopped" : "no daemon was running");
+  const status = stopped ? undefined : await daemonStatus(context.layout, context.baseUrl);
+  if (context.out.options.json) {
+    context.out.json({ stopped, ...(status?.port_taken_by ? { port_taken_by: status.port_taken_by } : {}) });
+    return;
+  }
+  if (stopped) context.out.status("daemon stopped");
+  else context.out.status(`no daemon of this home was running${takenNote(status)}`);
+}
+
+function takenNote(status: DaemonStatus | undefined): string {
+  if (status?.port_taken_by === "another_svc_home")
+    return `; ${status.url} is answered by the daemon of another SVC_HOME (left alone)`;
+  if (status?.port_taken_by === "not_svc") return `; ${status.url} is taken by something that is not svc`;
+  return "";
 }
 
 export async function runStatus(context: CliContext): Promise<void> {
@@ -105,6 +151,8 @@ function printStatus(
     return;
   }
   if (note) context.out.status(`daemon ${note}`);
+  if (!status.running && status.port_taken_by)
+    context.out.status(`this home's daemon is not running${takenNote(status)}`);
   context.out.fields([
     ["status", status.running ? "running" : "stopped"],
     ["url", status.url],
@@ -131,7 +179,9 @@ export function registerDaemonCommands(program: Command, contextFor: (command: C
   daemon
     .command("start")
     .description("Start the daemon in the background and wait until it answers")
-    .action(async (_options, command: Command) => runStart(contextFor(command)));
+    .option("--host <host>", "address to bind (saved for later commands)")
+    .option("--port <port>", "port to listen on (saved for later commands)", parsePort)
+    .action(async (options: StartOptions, command: Command) => runStart(contextFor(command), options));
   daemon
     .command("stop")
     .description("Stop the background daemon (SIGTERM, then SIGKILL after 10 s)")
@@ -139,10 +189,12 @@ export function registerDaemonCommands(program: Command, contextFor: (command: C
   daemon
     .command("restart")
     .description("Stop, then start the background daemon")
-    .action(async (_options, command: Command) => {
+    .option("--host <host>", "address to bind (saved for later commands)")
+    .option("--port <port>", "port to listen on (saved for later commands)", parsePort)
+    .action(async (options: StartOptions, command: Command) => {
       const context = contextFor(command);
       await stopDaemon(context.layout);
-      await runStart(context);
+      await runStart(context, options);
     });
   daemon
     .command("status")

@@ -1,7 +1,6 @@
 import type { Command } from "commander";
 import type { Health, Readiness } from "../../api/health.ts";
 import { VERSION } from "../../core/version.ts";
-import { installedCaWarning } from "../../proxy/ca-expiry.ts";
 import type { CliContext } from "../context.ts";
 
 /** The spec's six doctor checks, in order. */
@@ -42,6 +41,8 @@ export async function runDoctor(context: CliContext): Promise<number> {
       return [name, { status, ok: status === "ok" }];
     }),
   ) as DoctorReport["checks"];
+  // Loaded here only: reading certificates pulls in node:crypto's X509 support, which no other command needs.
+  const { installedCaWarning } = await import("../../proxy/ca-expiry.ts");
   const report: DoctorReport = {
     ok: Object.values(checks).every((check) => check.ok) && issues.length === 0,
     checks,

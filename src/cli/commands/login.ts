@@ -1,7 +1,9 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { type Command, InvalidArgumentError, Option } from "commander";
-import { type AuthSession, type CreateAuthSession, FINAL_STATUSES } from "../../api/auth-sessions.ts";
-import { DEFAULT_CONNECTION, type LoggedOut } from "../../api/connections.ts";
+import { FINAL_STATUSES } from "../../api/auth-session-states.ts";
+import type { AuthSession, CreateAuthSession } from "../../api/auth-sessions.ts";
+import type { LoggedOut } from "../../api/connections.ts";
+import { DEFAULT_CONNECTION } from "../../api/names.ts";
 import { getProvider } from "../../client/daemon-api.ts";
 import type { DaemonClient } from "../../client/daemon-client.ts";
 import {
@@ -13,7 +15,7 @@ import {
   InvalidInputError,
   NotFoundError,
 } from "../../core/errors.ts";
-import { FLOWS, type Flow } from "../../providers/schema.ts";
+import { FLOWS, type Flow } from "../../providers/vocabulary.ts";
 import { hasDisplay, openBrowser } from "../browser.ts";
 import type { CliContext } from "../context.ts";
 import { parseConnectionName, segment } from "../format.ts";

@@ -1,7 +1,7 @@
 import { type Command, InvalidArgumentError } from "commander";
 import type { AuthSession } from "../../api/auth-sessions.ts";
-import { DEFAULT_CONNECTION } from "../../api/connections.ts";
 import type { ProxyRoute, ProxyRoutes } from "../../api/credentials.ts";
+import { DEFAULT_CONNECTION } from "../../api/names.ts";
 import { readClientConfig, updateClientConfig } from "../../client/config.ts";
 import { getProvider, listProviders, segment } from "../../client/daemon-api.ts";
 import type { DaemonClient } from "../../client/daemon-client.ts";

@@ -6,7 +6,8 @@ import type { RegisteredProvider, RemovedProvider } from "../../api/providers.ts
 import { getProvider, listConnections, listProviders } from "../../client/daemon-api.ts";
 import { InputCancelledError, InvalidInputError, ProviderAlreadyRegisteredError } from "../../core/errors.ts";
 import { writePrivateFile } from "../../core/secure-fs.ts";
-import { PROVIDER_NAME_PATTERN, type ProviderSummary } from "../../providers/schema.ts";
+import type { ProviderSummary } from "../../providers/schema.ts";
+import { PROVIDER_NAME_PATTERN } from "../../providers/vocabulary.ts";
 import type { CliContext } from "../context.ts";
 import { plural, segment } from "../format.ts";
 import { cancelled } from "../prompt.ts";

@@ -6,7 +6,7 @@ export async function runWhoami(context: CliContext): Promise<void> {
   const client = await context.daemon();
   const [whoami, health] = await Promise.all([
     client.get<Whoami>("/api/whoami"),
-    client.get<Health>("/api/health", { auth: "none" }),
+    context.health ?? client.get<Health>("/api/health", { auth: "none" }),
   ]);
   const encryption = {
     configured_encryption_mode: health.configured_encryption_mode,

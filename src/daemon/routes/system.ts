@@ -22,7 +22,12 @@ export function systemRoutes(context: DaemonContext): FastifyPluginAsyncZod {
           response: { 200: HealthSchema },
         },
       },
-      async () => ({ status: "ok" as const, version: VERSION, ...encryptionFields(context) }),
+      async () => ({
+        status: "ok" as const,
+        version: VERSION,
+        instance_id: context.instanceId,
+        ...encryptionFields(context),
+      }),
     );
 
     app.get(

@@ -189,11 +189,11 @@ export class OAuthLoginService {
     try {
       await this.#start(session, provider, clientFromStore(stored));
     } catch (error) {
-      // The device endpoint refused the client: the person can correct it, nothing is stored.
-      if (error instanceof OAuthProtocolError) {
-        throw new InvalidInputError(`${provider.display_name} refused this client: ${error.message}`);
-      }
-      throw error;
+      // The provider refused the client, or did not answer: the login fails with its words, for
+      // whoever waits on it (`svc login`, the dashboard's Connect dialog) as well as for this page.
+      // Nothing is stored; the next login asks again.
+      await this.#fail(session, provider, error);
+      throw refusal(provider, error);
     }
     await this.#connections.saveClientCredentials(session.owner.vaultId, provider.name, stored);
   }
