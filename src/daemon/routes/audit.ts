@@ -26,12 +26,13 @@ export function auditRoutes(context: DaemonContext): FastifyPluginAsyncZod {
       },
       async (request) => {
         const scope = await callerScope(context, request);
-        const { limit, cursor, provider, event, since, until } = request.query;
+        const { limit, cursor, provider, event, identity, since, until } = request.query;
         return context.audit.query({
           ...(limit !== undefined ? { limit } : {}),
           ...(cursor !== undefined ? { cursor } : {}),
           ...(provider !== undefined ? { provider } : {}),
           ...(event !== undefined ? { event } : {}),
+          ...(identity !== undefined ? { identity } : {}),
           ...(since !== undefined ? { since } : {}),
           ...(until !== undefined ? { until } : {}),
           ...(scope.principal.role === "admin" ? {} : { principalId: scope.principal.id }),

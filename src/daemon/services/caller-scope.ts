@@ -3,6 +3,7 @@ import type { AuditEventInput } from "../../audit/events.ts";
 import { OperationNotAllowedError } from "../../core/errors.ts";
 import type { DaemonContext } from "../context.ts";
 import { type Caller, callerOf } from "../plugins/pop-auth.ts";
+import { ScopeGuard, scopeRefusalEvent, unrestrictedGuard } from "./agent-scopes.ts";
 import type { Principal } from "./principals.ts";
 
 /** What a PoP-authenticated request acts as: its identity, principal and vault, and how to audit. */
@@ -10,6 +11,8 @@ export interface CallerScope {
   caller: Caller;
   principal: Principal;
   vaultId: string;
+  /** What of the principal's connections this identity may use (its scope). */
+  guard: ScopeGuard;
   /** Records an audit event with this caller's identity and principal filled in. */
   audit(
     event: Omit<AuditEventInput, "identity" | "principal_id">,
@@ -26,17 +29,20 @@ export async function callerScope(context: DaemonContext, request: FastifyReques
       `the identity "${caller.handle}" is registered but not claimed by an account, so it has no vault; on the daemon's machine any svc command claims it, elsewhere run \`svc onboard\``,
     );
   }
-  return {
-    caller,
-    principal,
-    vaultId: principal.vaultId,
-    async audit(event, secrets) {
-      await context.audit.record(
-        { ...event, identity: caller.handle, principal_id: principal.id },
-        secrets ? { secrets } : undefined,
-      );
-    },
+  const audit: CallerScope["audit"] = async (event, secrets) => {
+    await context.audit.record(
+      { ...event, identity: caller.handle, principal_id: principal.id },
+      secrets ? { secrets } : undefined,
+    );
   };
+  // A dashboard session is the principal itself; a PoP caller is one of its identities.
+  const identity = request.browserSession ? undefined : await context.identities.find(caller.handle);
+  const guard = identity
+    ? new ScopeGuard(caller.handle, identity.scope, (provider, connection, scope) =>
+        audit(scopeRefusalEvent(provider, connection, scope)),
+      )
+    : unrestrictedGuard(caller.handle);
+  return { caller, principal, vaultId: principal.vaultId, guard, audit };
 }
 
 /** Registering and removing providers changes them for every principal: admins only. */
