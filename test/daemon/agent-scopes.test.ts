@@ -48,7 +48,11 @@ describe("agent scopes", () => {
     await loginWithApiKey(
       t.client,
       "aws",
-      JSON.stringify({ access_key_id: `AKIA${hex(8).toUpperCase()}`, secret_access_key: hex(20), region: "eu-west-1" }),
+      JSON.stringify({
+        access_key_id: `AKIA${hex(8).toUpperCase()}`,
+        secret_access_key: hex(20),
+        region: "eu-west-1",
+      }),
     );
     const created = await t.newIdentity();
     agent = created.client;
