@@ -11,7 +11,6 @@ import { CredentialResolver, resolveRequestFor } from "../client/credential-reso
 import type { DaemonClient } from "../client/daemon-client.ts";
 import { ProviderRoutes } from "../client/provider-routes.ts";
 import { DaemonUnavailableError, SvcError } from "../core/errors.ts";
-import type { RouteDecision } from "../providers/routing.ts";
 import { PLACEHOLDER } from "./scrub.ts";
 import { secretForms } from "./secret-forms.ts";
 import type { InterceptedRequest, Outcome, ProxyPolicy, RequestPlan } from "./server.ts";
@@ -134,7 +133,7 @@ export class InjectionPolicy implements ProxyPolicy {
     const audit =
       (provider: string | null, connection: string | null, decision: string) => (outcome: Outcome) =>
         this.#record(request, url, provider, connection, decision, outcome);
-    const decision = this.#outOfScopeAsMatch(this.#routes.decide(url));
+    const decision = this.#routes.decide(url);
     switch (decision.kind) {
       case "none":
       case "oauth_endpoint":
@@ -194,19 +193,6 @@ export class InjectionPolicy implements ProxyPolicy {
         };
       }
     }
-  }
-
-  /**
-   * A provider outside the agent's scope looks unconnected to it, but must not be sent on
-   * without a credential as if nobody cared: the daemon is asked, and its refusal (403 naming
-   * the scope, audited there) is the child's answer.
-   */
-  #outOfScopeAsMatch(decision: RouteDecision): RouteDecision {
-    if (decision.kind !== "unconnected") return decision;
-    const refused = decision.providers.find(
-      (name) => this.#routes.routes.find((route) => route.provider === name)?.allowed === false,
-    );
-    return refused === undefined ? decision : { kind: "match", provider: refused, entry: "" };
   }
 
   /** The first request to an unconnected provider says what to do; later ones stay quiet. */
