@@ -25,14 +25,13 @@ export async function identityActivity(
   handle: string,
   now: Date,
 ): Promise<IdentityActivity> {
-  const [seen, week] = await Promise.all([
-    lastSeen(db, [handle]),
-    requestCounts(db, handle, new Date(now.getTime() - 7 * DAY_MS)),
-  ]);
+  const [seen, rows] = await Promise.all([lastSeen(db, [handle]), requestCounts(db, handle, now)]);
   return {
     last_seen: seen.get(handle) ?? null,
-    last_24h: await requestCounts(db, handle, new Date(now.getTime() - DAY_MS)),
-    last_7d: week,
+    last_24h: rows
+      .filter((row) => row.day > 0)
+      .map(({ provider, status, day }) => ({ provider, status, count: day })),
+    last_7d: rows.map(({ provider, status, week }) => ({ provider, status, count: week })),
   };
 }
 
@@ -54,16 +53,30 @@ export async function lastSeen(
   return seen;
 }
 
-async function requestCounts(db: Kysely<Database>, handle: string, since: Date): Promise<ActivityCount[]> {
+/** Both windows in one pass over the week's index entries: the day's are counted on the way. */
+async function requestCounts(db: Kysely<Database>, handle: string, now: Date) {
+  const day = new Date(now.getTime() - DAY_MS).toISOString();
   const rows = await db
     .selectFrom("audit_events")
-    .select(["provider", "status", (eb) => eb.fn.countAll<number | string | bigint>().as("n")])
+    .select((eb) => [
+      "provider",
+      "status",
+      eb.fn.countAll<number | string | bigint>().as("week"),
+      eb.fn
+        .sum<number | string | bigint>(eb.case().when("timestamp", ">=", day).then(1).else(0).end())
+        .as("day"),
+    ])
     .where("identity", "=", handle)
-    .where("timestamp", ">=", since.toISOString())
+    .where("timestamp", ">=", new Date(now.getTime() - 7 * DAY_MS).toISOString())
     .where("source", "=", "external")
     .groupBy(["provider", "status"])
     .orderBy("provider")
     .orderBy("status")
     .execute();
-  return rows.map((row) => ({ provider: row.provider, status: row.status, count: Number(row.n) }));
+  return rows.map((row) => ({
+    provider: row.provider,
+    status: row.status,
+    week: Number(row.week),
+    day: Number(row.day),
+  }));
 }
