@@ -13,7 +13,12 @@ import {
 } from "../../src/client/agents-api.ts";
 import { listConnections } from "../../src/client/daemon-api.ts";
 import type { DaemonClient } from "../../src/client/daemon-client.ts";
-import { AuthenticationFailedError, NotFoundError, OperationNotAllowedError } from "../../src/core/errors.ts";
+import {
+  AuthenticationFailedError,
+  NotFoundError,
+  OperationNotAllowedError,
+  ProviderNotFoundError,
+} from "../../src/core/errors.ts";
 import { loginWithApiKey, signedFetch, startTestDaemon, type TestDaemon } from "../support/daemon.ts";
 
 const hex = (bytes: number) => randomBytes(bytes).toString("hex");
@@ -179,6 +184,13 @@ describe("agent scopes", () => {
       identity: t.identity.handle,
       detail: { agent: user.identity.handle, before: "unrestricted", after: "openai" },
     });
+  });
+
+  it("refuses a scope naming a provider svc does not know, keeping the old one", async () => {
+    const error = await refusal(setAgentScope(t.client, agentHandle, ["anthropic", "opnai"]));
+    expect(error).toBeInstanceOf(ProviderNotFoundError);
+    expect(error.message).toContain("openai");
+    expect((await getAgent(t.client, agentHandle)).scope).toEqual(["anthropic", "openai:work"]);
   });
 
   it("widens and narrows on the next request", async () => {

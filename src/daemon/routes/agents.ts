@@ -154,6 +154,8 @@ export function agentRoutes(context: DaemonContext): FastifyPluginAsyncZod {
         const target = await visibleIdentity(scope, request.params.handle);
         assertMayManage(manager(scope, target.handle), target, "scope");
         assertNotRevoked(target);
+        // A misspelt provider would allow nothing without saying so: it must exist.
+        for (const entry of request.body.scope ?? []) context.providers.get(entry.split(":")[0]!);
         const before = describeScope(target.scope);
         const updated = await context.identities.setScope(target.handle, request.body.scope);
         await scope.audit({
