@@ -156,6 +156,17 @@ describe("agent scopes", () => {
     expect(JSON.stringify(redacted)).not.toContain(keys.anthropic);
   });
 
+  it("lets a scoped identity log in only to connections in its scope", async () => {
+    const outside = await refusal(loginWithApiKey(agent, "github-token", `ghp_${hex(18)}`, { force: true }));
+    expect(outside).toBeInstanceOf(OperationNotAllowedError);
+    const other = await refusal(loginWithApiKey(agent, "openai", `sk-x-${hex(16)}`, { force: true }));
+    expect(other.message).toContain("not openai:default");
+    expect((await resolve(t.client, { provider: "openai" })).header_value).toBe(`Bearer ${keys.openai}`);
+    const work = `sk-work2-${hex(16)}`;
+    await loginWithApiKey(agent, "openai", work, { connection: "work", force: true });
+    expect((await resolve(agent, { provider: "openai" })).header_value).toBe(`Bearer ${work}`);
+  });
+
   it("lets no identity change its own scope, and no scoped identity manage agents", async () => {
     const own = await refusal(setAgentScope(agent, agentHandle, null));
     expect(own).toBeInstanceOf(OperationNotAllowedError);
