@@ -4,6 +4,8 @@
  * upstream under the real API host names, and the audit log naming the agent.
  */
 import { randomBytes } from "node:crypto";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AgentActivity, AgentRecord } from "../../src/api/agents.ts";
 import type { AuditPageRecord } from "../../src/api/audit.ts";
@@ -141,6 +143,30 @@ describe("svc run --agent: the agent's scope applies to the child, the audit log
     const self = await sandbox.run(["agent", "allow", own, "openai"]);
     expect(self.code).toBe(4);
     expect(self.stderr).toContain("cannot change its own scope");
+  });
+
+  it("a revocation takes effect between two requests of a running child", async () => {
+    const created = await sandbox.run(["agent", "create", "worker", "--allow", "anthropic"]);
+    expect(created.code, created.stderr).toBe(0);
+    const flag = join(sandbox.home, "..", "revoked.flag");
+    const [first, second] = [hex(4), hex(4)];
+    // The child calls once, waits (bounded) for the test to revoke its agent, then calls again.
+    const script = [
+      `curl -sS -o /dev/null -w "first %{http_code}\n" "https://api.anthropic.com/echo?t=${first}"`,
+      `i=0; while [ ! -f "$1" ] && [ $i -lt 200 ]; do sleep 0.1; i=$((i+1)); done`,
+      `curl -sS -w "\nsecond %{http_code}\n" "https://api.anthropic.com/echo?t=${second}"`,
+    ].join("\n");
+    const running = sandbox.start(["run", "--agent", "worker", "--", "sh", "-c", script, "sh", flag]);
+    await running.waitFor("stdout", /first 200/);
+    const revoked = await sandbox.run(["agent", "revoke", "worker"]);
+    expect(revoked.code, revoked.stderr).toBe(0);
+    writeFileSync(flag, "");
+    const result = await running.result;
+    expect(result.stdout).toMatch(/second 502/);
+    expect(result.stdout).toMatch(/AuthenticationFailedError.*worker.* was revoked/);
+    expect(seen(first)[0]?.headers["x-api-key"]).toBe(ANTHROPIC_KEY);
+    expect(seen(second)).toEqual([]);
+    expectNoSecret(result);
   });
 
   it("revokes the agent: its next run is refused, and the audit log says who revoked it", async () => {
