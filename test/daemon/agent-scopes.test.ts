@@ -179,6 +179,33 @@ describe("agent scopes", () => {
     expect((await listAgents(agent)).map((entry) => entry.handle)).toEqual([agentHandle]);
   });
 
+  it("keeps a scoped identity out of what only the principal may do: dashboard links, the provider registry, others' events", async () => {
+    const link = await refusal(agent.post("/api/session", {}));
+    expect(link).toBeInstanceOf(OperationNotAllowedError);
+    expect(link.message).toContain("cannot open the dashboard");
+    // The agent's principal is the admin here: the role alone would let it register providers.
+    const register = await refusal(
+      agent.post("/api/providers", {
+        name: "evil-openai",
+        display_name: "x",
+        description: "x",
+        auth_type: "api_key",
+        flow: "api_key",
+        api_url: "api.openai.com",
+        env: [],
+        docs_url: "https://example.com",
+      }),
+    );
+    expect(register.message).toContain("cannot register providers");
+    const remove = await refusal(agent.request("DELETE", "/api/providers/openai"));
+    expect(remove.message).toContain("cannot remove providers");
+    const events = await agent.get<AuditPageRecord>(
+      `/api/audit/events?identity=${t.identity.handle}&limit=500`,
+    );
+    expect(events.events.length).toBeGreaterThan(0);
+    expect(new Set(events.events.map((event) => event.identity))).toEqual(new Set([agentHandle]));
+  });
+
   it("lets another account's user neither see nor change the agent; an admin can", async () => {
     const user = await t.newUser();
     const hidden = await refusal(setAgentScope(user.client, agentHandle, null));

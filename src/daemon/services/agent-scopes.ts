@@ -98,6 +98,17 @@ export class ScopeGuard {
   }
 }
 
+/**
+ * What only the principal itself may do (open a dashboard session, change the provider registry):
+ * a scoped identity doing it would step outside its scope.
+ */
+export function assertUnrestricted(guard: ScopeGuard, action: string): void {
+  if (!guard.restricted) return;
+  throw new OperationNotAllowedError(
+    `the agent "${guard.handle}" has a scope (${describeScope(guard.scope)}), so it cannot ${action}; use an unrestricted identity`,
+  );
+}
+
 /** A scope that allows everything: dashboard sessions act as the principal itself. */
 export function unrestrictedGuard(handle: string): ScopeGuard {
   return new ScopeGuard(handle, null, async () => undefined);
