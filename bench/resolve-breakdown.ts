@@ -13,6 +13,7 @@ import { DaemonClient } from "../src/client/daemon-client.ts";
 import { registerIdentity } from "../src/client/session.ts";
 import { homeLayout } from "../src/core/paths.ts";
 import { startDaemon } from "../src/daemon/serve.ts";
+import { unrestrictedGuard } from "../src/daemon/services/agent-scopes.ts";
 import { IdentityFiles } from "../src/identity/identity-files.ts";
 import { signPopToken, verifyPopToken } from "../src/identity/pop-token.ts";
 import { noKeyring } from "../src/vault/master-key.ts";
@@ -80,10 +81,12 @@ async function main(): Promise<void> {
           context.vault.get(vaultId, "connections/openai/default"),
         ),
         "credentials.resolve (the route's work)": await time(() =>
-          context.credentials.resolve(vaultId, request, {
-            identity: record.handle,
-            principal_id: record.principal_id!,
-          }),
+          context.credentials.resolve(
+            vaultId,
+            request,
+            { identity: record.handle, principal_id: record.principal_id! },
+            unrestrictedGuard(record.handle),
+          ),
         ),
         "inject GET /api/health (Fastify, no socket)": await time(() =>
           app.inject({ method: "GET", url: "/api/health", headers: { host } }),

@@ -27,6 +27,7 @@ export const AuditQuerySchema = z.object({
   cursor: z.string().max(200).optional(),
   provider: z.string().max(64).optional(),
   event: z.string().max(64).optional(),
+  identity: z.string().max(64).optional().describe("Only this identity's events (an agent's handle)."),
   since: z.string().max(40).optional().describe("ISO-8601 date or time, inclusive."),
   until: z.string().max(40).optional().describe("ISO-8601 date or time, exclusive."),
 });

@@ -17,6 +17,12 @@ export const ProxyRouteSchema = z.object({
     .record(z.string(), z.string())
     .optional()
     .describe("aws_sigv4 providers: each connection's default region (AWS_REGION in `svc run`)."),
+  allowed: z
+    .literal(false)
+    .optional()
+    .describe(
+      "Present when the provider is outside the caller's scope: the proxy asks resolve anyway, which refuses with 403 naming the scope.",
+    ),
 });
 export type ProxyRoute = z.infer<typeof ProxyRouteSchema>;
 

@@ -58,6 +58,8 @@ export interface AuditQueryOptions {
   principalId?: string;
   provider?: string;
   event?: string;
+  /** Only this identity's events (an agent's handle). */
+  identity?: string;
   /** ISO-8601; inclusive. */
   since?: string;
   /** ISO-8601; exclusive. */
@@ -133,7 +135,8 @@ export class AuditLog {
     const cursor = options.cursor === undefined ? undefined : decodeCursor(options.cursor);
     const since = options.since === undefined ? undefined : parseInstant("since", options.since);
     const until = options.until === undefined ? undefined : parseInstant("until", options.until);
-    for (const [name, value] of Object.entries({ provider: options.provider, event: options.event })) {
+    const filters = { provider: options.provider, event: options.event, identity: options.identity };
+    for (const [name, value] of Object.entries(filters)) {
       // Nothing stored holds NUL, and PostgreSQL refuses it as a parameter: same answer on both stores.
       if (value?.includes("\u0000")) throw new InvalidInputError(`'${name}' must not contain NUL.`);
     }
@@ -141,6 +144,7 @@ export class AuditLog {
     if (options.principalId !== undefined) query = query.where("principal_id", "=", options.principalId);
     if (options.provider !== undefined) query = query.where("provider", "=", options.provider);
     if (options.event !== undefined) query = query.where("event", "=", options.event);
+    if (options.identity !== undefined) query = query.where("identity", "=", options.identity);
     if (since !== undefined) query = query.where("timestamp", ">=", since);
     if (until !== undefined) query = query.where("timestamp", "<", until);
     if (cursor) {

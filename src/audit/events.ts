@@ -31,6 +31,9 @@ export const AUDIT_EVENTS = {
   accountSignInFailed: "account.sign_in_failed",
   accountSignedOut: "account.signed_out",
   proxyRequest: "proxy.request",
+  agentScopeChanged: "agent.scope_changed",
+  agentScopeDenied: "agent.scope_denied",
+  agentRevoked: "agent.revoked",
 } as const;
 export type AuditEventType = (typeof AUDIT_EVENTS)[keyof typeof AUDIT_EVENTS];
 

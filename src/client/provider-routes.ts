@@ -26,6 +26,7 @@ export class ProviderRoutes {
   #routes: ProxyRoute[] = [];
   #table = new RouteTable([]);
   #connected = new Set<string>();
+  #outOfScope = new Set<string>();
   #loadedAt: number | undefined;
   #loading: Promise<ProxyRoute[]> | undefined;
 
@@ -45,6 +46,7 @@ export class ProviderRoutes {
         this.#connected = new Set(
           routes.filter((route) => route.connections.length > 0).map((r) => r.provider),
         );
+        this.#outOfScope = new Set(routes.filter((route) => route.allowed === false).map((r) => r.provider));
         this.#loadedAt = this.#now();
         return routes;
       })
@@ -80,8 +82,16 @@ export class ProviderRoutes {
     return this.#table.routesHost(host, port);
   }
 
-  /** Which provider's credential belongs on `url`, among the providers the caller is connected to. */
+  /**
+   * Which provider's credential belongs on `url`, among the providers the caller is connected to.
+   * A provider outside the caller's scope (an agent's) looks unconnected, but is a match: the
+   * request must not go out bare as if nobody minded, so the daemon is asked and its refusal
+   * (403 naming the scope, audited there) is the answer.
+   */
   decide(url: URL): RouteDecision {
-    return decideRoute(this.#table, url, (name) => this.#connected.has(name));
+    const decision = decideRoute(this.#table, url, (name) => this.#connected.has(name));
+    if (decision.kind !== "unconnected") return decision;
+    const refused = decision.providers.find((name) => this.#outOfScope.has(name));
+    return refused === undefined ? decision : { kind: "match", provider: refused, entry: "" };
   }
 }

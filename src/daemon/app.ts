@@ -10,6 +10,7 @@ import { registerFormBody } from "./plugins/form-body.ts";
 import { registerHostGuard } from "./plugins/host-guard.ts";
 import { registerPopAuth } from "./plugins/pop-auth.ts";
 import { MAX_BODY_BYTES, registerRawBodyJson } from "./plugins/raw-body.ts";
+import { agentRoutes } from "./routes/agents.ts";
 import { auditRoutes } from "./routes/audit.ts";
 import { authSessionRoutes } from "./routes/auth-sessions.ts";
 import { browserAuthRoutes } from "./routes/browser-auth.ts";
@@ -106,6 +107,7 @@ export async function buildApp(
   );
   await app.register(systemRoutes(context));
   await app.register(identityRoutes(context));
+  await app.register(agentRoutes(context));
   await app.register(providerRoutes(context));
   await app.register(connectionRoutes(context));
   await app.register(credentialRoutes(context));

@@ -205,7 +205,7 @@ async function createContext(
     runtimeState,
     masterKey,
     vault,
-    identities: new IdentityRegistry(store.db),
+    identities: new IdentityRegistry(store.db, { cache: runtimeState.kind === "memory" }),
     principals: new PrincipalService(store.db, vault),
     // Replicas must share token ids; one daemon decides faster in its own memory.
     replayCache:

@@ -3,6 +3,7 @@
 
 import { ApiError, api, CONNECTIONS_CHANGED, onSignedOut, setCsrfToken } from "./api.js";
 import { h, loading, toast } from "./dom.js";
+import { agentsPage } from "./page-agents.js";
 import { auditPage } from "./page-audit.js";
 import { connectionsPage } from "./page-connections.js";
 import { loginPage } from "./page-login.js";
@@ -10,7 +11,12 @@ import { providersPage } from "./page-providers.js";
 
 /** @typedef {{principal_id: string, role: "admin" | "user", email: string | null, identity: string, csrf_token: string, expires_at: string}} BrowserSession */
 
-const PAGES = { "/": connectionsPage, "/providers": providersPage, "/audit": auditPage };
+const PAGES = {
+  "/": connectionsPage,
+  "/providers": providersPage,
+  "/agents": agentsPage,
+  "/audit": auditPage,
+};
 
 const main = /** @type {HTMLElement} */ (document.getElementById("main"));
 const sidebar = /** @type {HTMLElement} */ (document.getElementById("sidebar"));

@@ -44,6 +44,9 @@ export const AUDIT_EVENTS = [
   "account.sign_in_failed",
   "account.signed_out",
   "proxy.request",
+  "agent.scope_changed",
+  "agent.scope_denied",
+  "agent.revoked",
 ];
 
 /** Audit statuses: badge colour. */

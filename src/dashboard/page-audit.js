@@ -35,6 +35,16 @@ export async function auditPage(ctx) {
   );
   providerSelect.value = ctx.url.searchParams.get("provider") ?? "";
   eventSelect.value = ctx.url.searchParams.get("event") ?? "";
+  // Set by the Agents page's "Audit events" link; cleared with its button.
+  let identity = ctx.url.searchParams.get("identity") ?? "";
+  const clearIdentity = h("button", { type: "button", class: "btn btn-sm" }, "Show every identity");
+  const identityFilter = h(
+    "p",
+    { class: "identity-filter", hidden: !identity },
+    "Only the events of ",
+    h("code", null, identity),
+    clearIdentity,
+  );
 
   const tbody = h("tbody");
   const table = h(
@@ -75,6 +85,7 @@ export async function auditPage(ctx) {
     const query = new URLSearchParams({ limit: String(PAGE_SIZE) });
     if (providerSelect.value) query.set("provider", providerSelect.value);
     if (eventSelect.value) query.set("event", eventSelect.value);
+    if (identity) query.set("identity", identity);
     if (!reset && cursor) query.set("cursor", cursor);
     more.disabled = true;
     more.textContent = "Loading…";
@@ -93,7 +104,7 @@ export async function auditPage(ctx) {
       const emptyText = empty.querySelector("p");
       if (emptyText) {
         emptyText.textContent =
-          providerSelect.value || eventSelect.value
+          providerSelect.value || eventSelect.value || identity
             ? "Nothing matches these filters."
             : "Nothing recorded yet.";
       }
@@ -109,6 +120,7 @@ export async function auditPage(ctx) {
     const search = new URLSearchParams();
     if (providerSelect.value) search.set("provider", providerSelect.value);
     if (eventSelect.value) search.set("event", eventSelect.value);
+    if (identity) search.set("identity", identity);
     history.replaceState(null, "", `/audit${search.size ? `?${search}` : ""}`);
     void load(true).catch((error) => {
       count.textContent = error.message;
@@ -116,6 +128,12 @@ export async function auditPage(ctx) {
   }
   providerSelect.addEventListener("change", applyFilters);
   eventSelect.addEventListener("change", applyFilters);
+  clearIdentity.addEventListener("click", () => {
+    identity = "";
+    identityFilter.hidden = true;
+    applyFilters();
+    providerSelect.focus();
+  });
   more.addEventListener("click", async () => {
     const before = shown;
     await load(false).catch((error) => {
@@ -148,6 +166,7 @@ export async function auditPage(ctx) {
       h("div", { class: "field" }, h("label", { for: providerId }, "Provider"), providerSelect),
       h("div", { class: "field" }, h("label", { for: eventId }, "Event"), eventSelect),
     ),
+    identityFilter,
     h("div", { class: "card table-card" }, h("div", { class: "table-scroll" }, table), empty, foot),
   );
   node.querySelector("form")?.addEventListener("submit", (event) => event.preventDefault());

@@ -121,6 +121,26 @@ const MIGRATIONS: Record<string, Migration> = {
       }
     },
   },
+  "0005_agent_scopes": {
+    // An identity's scope (JSON list of `provider` / `provider:connection`; null: unrestricted)
+    // and its revocation. One column per statement: SQLite's ALTER TABLE adds one at a time.
+    async up(db: Kysely<unknown>) {
+      await db.schema.alterTable("identities").addColumn("scope", "text").execute();
+      await db.schema.alterTable("identities").addColumn("revoked_at", "varchar(32)").execute();
+      await db.schema.alterTable("identities").addColumn("revoked_by", "varchar(64)").execute();
+    },
+  },
+  "0006_audit_identity_activity": {
+    // Per-agent activity (requests per provider and outcome since a time) is read from this
+    // index alone: it covers every column the query touches.
+    async up(db: Kysely<unknown>) {
+      await db.schema
+        .createIndex("audit_events_identity_idx")
+        .on("audit_events")
+        .columns(["identity", "timestamp", "source", "provider", "status"])
+        .execute();
+    },
+  },
 };
 
 class InCodeMigrations implements MigrationProvider {

@@ -31,6 +31,11 @@ export interface IdentitiesTable {
   principal_id: string | null;
   created_at: string;
   claimed_at: string | null;
+  /** JSON array of `provider` or `provider:connection` entries; null: every connection. */
+  scope: string | null;
+  revoked_at: string | null;
+  /** Who revoked it: the handle of the identity, or the dashboard account, that did. */
+  revoked_by: string | null;
 }
 
 export interface VaultsTable {

@@ -33,7 +33,7 @@ function rawGet(path: string): Promise<number> {
 describe("the dashboard shell and its assets", () => {
   it("serves the same shell at every page path, without authentication, with the strict headers", async () => {
     const shell = readFileSync(join(DASHBOARD_DIR, "index.html"), "utf8");
-    for (const path of ["/", "/providers", "/audit", "/login", "/login?next=%2Faudit"]) {
+    for (const path of ["/", "/providers", "/agents", "/audit", "/login", "/login?next=%2Faudit"]) {
       const response = await fetch(`${t.daemon.url}${path}`);
       expect(response.status, path).toBe(200);
       expect(response.headers.get("content-type")).toBe("text/html; charset=utf-8");

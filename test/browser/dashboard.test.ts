@@ -221,16 +221,17 @@ describe(`the dashboard in Chromium (${CHROMIUM})`, () => {
     await page.keyboard.press("Tab");
     expect(await focusedName(page)).toBe("Skip to content");
     const reached: string[] = [];
-    for (let i = 0; i < 4; i += 1) {
+    for (let i = 0; i < 5; i += 1) {
       await page.keyboard.press("Tab");
       reached.push(await focusedName(page));
     }
-    expect(reached).toEqual(["svc home", "Connections", "Providers", "Audit log"]);
+    expect(reached).toEqual(["svc home", "Connections", "Providers", "Agents", "Audit log"]);
     // The focus ring is visible.
     expect(await page.evaluate(() => getComputedStyle(document.activeElement!).outlineStyle)).not.toBe(
       "none",
     );
 
+    await page.keyboard.press("Shift+Tab");
     await page.keyboard.press("Shift+Tab");
     await page.keyboard.press("Enter");
     await page.getByRole("heading", { level: 1, name: "Providers" }).waitFor();

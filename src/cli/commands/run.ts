@@ -1,8 +1,15 @@
 import type { Command } from "commander";
+import type { DaemonClient } from "../../client/daemon-client.ts";
 import { InvalidInputError } from "../../core/errors.ts";
+import { IdentityFiles } from "../../identity/identity-files.ts";
 import type { CliContext } from "../context.ts";
+import { createAgent } from "./agent.ts";
 
 export interface RunOptions {
+  /** The identity the run's proxy signs as: a local handle, or `new:<handle>` to create it. */
+  agent?: string;
+  /** With `--agent new:<handle>`: the new agent's scope. */
+  allow?: string[];
   connection?: string[];
   denyUnmatched?: boolean;
   printCa?: boolean;
@@ -17,6 +24,49 @@ function connectionOverrides(values: readonly string[]): Map<string, string> {
     overrides.set(match[1]!, match[2]!);
   }
   return overrides;
+}
+
+const NEW_AGENT = "new:";
+
+/**
+ * The client the proxy signs with: the active identity, or the agent `--agent` names, so its
+ * scope applies to the child and the audit log names it. `new:<handle>` creates the agent first,
+ * limited to `--allow` (set by the active identity).
+ */
+async function runClient(context: CliContext, options: RunOptions): Promise<DaemonClient> {
+  const agent = options.agent;
+  if (agent === undefined) {
+    if (options.allow) throw new InvalidInputError("--allow goes with --agent new:<handle>");
+    return context.daemon();
+  }
+  if (agent.startsWith(NEW_AGENT)) {
+    const handle = agent.slice(NEW_AGENT.length);
+    if (!handle) throw new InvalidInputError("--agent new:<handle> needs a handle, e.g. new:claude");
+    const files = new IdentityFiles(context.layout.identities);
+    if (files.exists(handle)) {
+      throw new InvalidInputError(`the agent "${handle}" exists already; run with \`--agent ${handle}\``);
+    }
+    const created = await createAgent(context, {
+      handle,
+      ...(options.allow ? { allow: options.allow } : {}),
+    });
+    context.out.warn(
+      `svc run: created agent ${handle} (scope: ${created.scope?.join(", ") ?? "unrestricted"})`,
+    );
+    return context.daemonAs(created.identity);
+  }
+  if (options.allow) {
+    throw new InvalidInputError(
+      `--allow only sets the scope of a new agent; change ${agent}'s with \`svc agent allow ${agent} ...\``,
+    );
+  }
+  const files = new IdentityFiles(context.layout.identities);
+  if (!files.exists(agent)) {
+    throw new InvalidInputError(
+      `no local agent identity "${agent}"; create it with \`svc agent create ${agent} --allow <providers>\` or run with --agent new:${agent}`,
+    );
+  }
+  return context.daemonAs(files.load(agent));
 }
 
 /**
@@ -40,7 +90,7 @@ export async function runRun(context: CliContext, argv: string[], options: RunOp
   const [command, ...args] = argv;
   if (!command) throw new InvalidInputError("name the command to run: svc run -- <command> [args...]");
   const overrides = connectionOverrides(options.connection ?? []);
-  const client = await context.daemon();
+  const client = await runClient(context, options);
   const session = await startProxySession({
     client,
     proxyDir: context.layout.proxy,
@@ -81,6 +131,12 @@ export function registerRunCommand(
     .option(
       "--connection <provider:name>",
       "use this connection for the provider (repeatable)",
+      (value: string, previous: string[] = []) => [...previous, value],
+    )
+    .option("--agent <handle>", "sign as this agent identity (its scope applies); new:<handle> creates it")
+    .option(
+      "--allow <provider[:connection],...>",
+      "with --agent new:<handle>: the providers or connections it may use (repeatable)",
       (value: string, previous: string[] = []) => [...previous, value],
     )
     .option("--deny-unmatched", "answer 403 for a provider's API when it has no connection")

@@ -51,7 +51,7 @@ export function auditRoutes(context: DaemonContext): FastifyPluginAsyncZod {
         schema: {
           summary: "Page through audit events, newest first",
           description:
-            "An admin sees every event; a user only the events of their own principal, whatever the query says.",
+            "An admin sees every event; a user only the events of their own principal, and an identity with a scope only its own, whatever the query says.",
           tags: ["audit"],
           security: [{ pop: [] }],
           querystring: AuditQuerySchema,
@@ -61,11 +61,14 @@ export function auditRoutes(context: DaemonContext): FastifyPluginAsyncZod {
       async (request) => {
         const scope = await callerScope(context, request);
         const { limit, cursor, provider, event, since, until } = request.query;
+        // A scoped agent reads its own events only, not its principal's.
+        const identity = scope.guard.restricted ? scope.caller.handle : request.query.identity;
         return context.audit.query({
           ...(limit !== undefined ? { limit } : {}),
           ...(cursor !== undefined ? { cursor } : {}),
           ...(provider !== undefined ? { provider } : {}),
           ...(event !== undefined ? { event } : {}),
+          ...(identity !== undefined ? { identity } : {}),
           ...(since !== undefined ? { since } : {}),
           ...(until !== undefined ? { until } : {}),
           ...(scope.principal.role === "admin" ? {} : { principalId: scope.principal.id }),

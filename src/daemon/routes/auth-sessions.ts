@@ -115,6 +115,8 @@ export function authSessionRoutes(context: DaemonContext): FastifyPluginAsyncZod
       );
     }
     const connection = body.connection ?? DEFAULT_CONNECTION;
+    // An agent with a scope adds or replaces only connections it may use.
+    await scope.guard.assertAllowed(provider.name, connection);
     const force = body.force ?? false;
     if (!force && (await context.connections.find(scope.vaultId, provider.name, connection))) {
       throw new ConnectionAlreadyExistsError(

@@ -33,6 +33,7 @@ import {
   secureCookieAttribute,
   setSessionCookie,
 } from "../plugins/browser-auth.ts";
+import { assertUnrestricted } from "../services/agent-scopes.ts";
 import type { BrowserSession } from "../services/browser-sessions.ts";
 import { callerScope } from "../services/caller-scope.ts";
 import { DECOY_HASH, hashPassword, verifyPassword } from "../services/passwords.ts";
@@ -252,6 +253,8 @@ export function browserAuthRoutes(context: DaemonContext): FastifyPluginAsyncZod
       },
       async (request) => {
         const scope = await callerScope(context, request);
+        // A dashboard session acts as the whole principal, scope-free.
+        assertUnrestricted(scope.guard, "open the dashboard");
         const { token, expiresAt } = await context.dashboardLinks.issue({ principalId: scope.principal.id });
         const next = request.body?.next;
         const query = next && next !== "/" ? `?next=${encodeURIComponent(next)}` : "";

@@ -29,7 +29,9 @@ export function claimRoutes(context: DaemonContext): FastifyPluginAsyncZod {
       async (request, reply) => {
         const { token } = request.params;
         const claim = await context.claims.peek(token);
-        if (!claim) return sendOutcomePage(reply, 400, EXPIRED);
+        // A revoked identity's pending links die with it.
+        const revoked = claim && (await context.identities.find(claim.value.handle))?.revokedAt;
+        if (!claim || revoked) return sendOutcomePage(reply, 400, EXPIRED);
         const view = { token, ...claim.value, expiresAt: claim.expiresAt };
         const cookie = readCookie(request, SESSION_COOKIE);
         const session = cookie ? await context.browserSessions.find(cookie) : undefined;

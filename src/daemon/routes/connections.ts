@@ -42,7 +42,9 @@ export function connectionRoutes(context: DaemonContext): FastifyPluginAsyncZod 
         const scope = await callerScope(context, request);
         const { provider } = request.query;
         if (provider !== undefined) context.providers.get(provider);
-        return context.connections.list(scope.vaultId, context.now(), provider);
+        const all = await context.connections.list(scope.vaultId, context.now(), provider);
+        // An agent with a scope sees only what it may use.
+        return all.filter((entry) => scope.guard.allows(entry.provider, entry.connection));
       },
     );
 
@@ -63,8 +65,10 @@ export function connectionRoutes(context: DaemonContext): FastifyPluginAsyncZod 
         const scope = await callerScope(context, request);
         const { provider, connection } = request.params;
         context.providers.get(provider);
+        await scope.guard.assertAllowed(provider, connection);
         const record = await context.connections.get(scope.vaultId, provider, connection);
         const reveal = request.query.reveal === "true";
+        if (reveal) await scope.guard.assertMayReveal(provider, connection);
         if (reveal && request.browserSession) {
           throw new OperationNotAllowedError(
             "the dashboard never shows a stored secret; use `svc connections inspect` in a terminal",
@@ -101,6 +105,7 @@ export function connectionRoutes(context: DaemonContext): FastifyPluginAsyncZod 
         const scope = await callerScope(context, request);
         const { provider, connection } = request.params;
         context.providers.get(provider);
+        await scope.guard.assertAllowed(provider, connection);
         const defaultConnection = await context.connections.remove(scope.vaultId, provider, connection);
         await scope.audit({ event: AUDIT_EVENTS.providerLogout, status: "success", provider, connection });
         return { provider, connection, removed: true as const, default_connection: defaultConnection };
@@ -125,6 +130,7 @@ export function connectionRoutes(context: DaemonContext): FastifyPluginAsyncZod 
         const scope = await callerScope(context, request);
         const { provider, connection } = request.params;
         context.providers.get(provider);
+        await scope.guard.assertAllowed(provider, connection);
         const record = await context.connections.get(scope.vaultId, provider, connection);
         const stored = record.credential.type === "api_key" ? record.credential.api_key : "";
         return { same: equalSecrets(stored, request.body.api_key) };
@@ -148,6 +154,7 @@ export function connectionRoutes(context: DaemonContext): FastifyPluginAsyncZod 
         const scope = await callerScope(context, request);
         const { provider, connection } = request.params;
         context.providers.get(provider);
+        await scope.guard.assertAllowed(provider, connection);
         const record = await context.connections.setDefault(scope.vaultId, provider, connection);
         await scope.audit({
           event: AUDIT_EVENTS.providerDefaultChanged,
@@ -176,6 +183,8 @@ export function connectionRoutes(context: DaemonContext): FastifyPluginAsyncZod 
       async (request) => {
         const scope = await callerScope(context, request);
         const provider = context.providers.get(request.params.provider);
+        // Every connection goes: only an identity allowed the whole provider may do that.
+        await scope.guard.assertAllowsEvery(provider.name);
         // Revoke remotely first: the stored client the tokens belong to is removed with them.
         const before = await context.connections.records(scope.vaultId, provider.name);
         const remote = [];

@@ -2,8 +2,9 @@
  * The credential channel (docs/security.md, "The credential channel"): a `svc run` proxy opens one
  * connection with a PoP token, and each request's resolve is then one JSON line instead of a
  * PoP-signed HTTP exchange. The connection is bound to the identity that opened it; every message
- * is resolved exactly as `POST /api/credentials/resolve` would for that identity, which is looked up
- * again each time, so a removed identity or an unclaimed one stops being served at its next message.
+ * is resolved exactly as `POST /api/credentials/resolve` would for that identity (its scope
+ * included), which is looked up again each time, so a revoked or removed identity is cut off at its
+ * next message.
  */
 import { type IncomingMessage, STATUS_CODES } from "node:http";
 import type { Socket } from "node:net";
@@ -71,16 +72,27 @@ function serve(context: DaemonContext, caller: Caller, socket: Duplex, head: Buf
       if (!parsed.success) throw new InvalidInputError("not a credential channel message");
       const message = parsed.data;
       id = message.id;
-      const identity = await context.identities.lookup(caller.handle);
+      // Looked up again for every message: a removed or revoked identity is cut off here.
+      const identity = await context.identities.lookup(caller.handle).catch((error: unknown) => {
+        if (error instanceof AuthenticationFailedError) {
+          send(answerOf(id, error));
+          socket.end();
+          return null;
+        }
+        throw error;
+      });
+      if (identity === null) return;
       if (!identity) {
         socket.destroy();
         return;
       }
       const scope = await scopeOf(context, { ...caller, principalId: identity.principalId ?? null });
-      const credential = await context.credentials.resolve(scope.vaultId, message.resolve, {
-        identity: caller.handle,
-        principal_id: scope.principal.id,
-      });
+      const credential = await context.credentials.resolve(
+        scope.vaultId,
+        message.resolve,
+        { identity: caller.handle, principal_id: scope.principal.id },
+        scope.guard,
+      );
       send({ id, credential });
     } catch (error) {
       send(answerOf(id, error instanceof SyntaxError ? new InvalidInputError("not a JSON message") : error));

@@ -27,7 +27,7 @@ export function credentialRoutes(context: DaemonContext): FastifyPluginAsyncZod 
       },
       async (request) => {
         const scope = await callerScope(context, request);
-        return { routes: await context.credentials.routes(scope.vaultId) };
+        return { routes: await context.credentials.routes(scope.vaultId, scope.guard) };
       },
     );
 
@@ -47,10 +47,15 @@ export function credentialRoutes(context: DaemonContext): FastifyPluginAsyncZod 
       async (request, reply) => {
         const scope = await callerScope(context, request);
         reply.header("cache-control", "no-store");
-        return context.credentials.resolve(scope.vaultId, request.body, {
-          identity: scope.caller.handle,
-          principal_id: scope.principal.id,
-        });
+        return context.credentials.resolve(
+          scope.vaultId,
+          request.body,
+          {
+            identity: scope.caller.handle,
+            principal_id: scope.principal.id,
+          },
+          scope.guard,
+        );
       },
     );
 
@@ -70,10 +75,15 @@ export function credentialRoutes(context: DaemonContext): FastifyPluginAsyncZod 
       async (request, reply) => {
         const scope = await callerScope(context, request);
         reply.header("cache-control", "no-store");
-        return context.credentials.sign(scope.vaultId, request.body, {
-          identity: scope.caller.handle,
-          principal_id: scope.principal.id,
-        });
+        return context.credentials.sign(
+          scope.vaultId,
+          request.body,
+          {
+            identity: scope.caller.handle,
+            principal_id: scope.principal.id,
+          },
+          scope.guard,
+        );
       },
     );
   };

@@ -16,6 +16,7 @@ export const DASHBOARD_DIR = fileURLToPath(new URL("../../dashboard/", import.me
 export const DASHBOARD_PAGES = [
   ["/", "Dashboard: connections (the static shell)"],
   ["/providers", "Dashboard: the provider catalogue (the static shell)"],
+  ["/agents", "Dashboard: agents, their scopes and activity (the static shell)"],
   ["/audit", "Dashboard: the audit log, scoped by role (the static shell)"],
   ["/login", "Dashboard: sign in or create an account (the static shell)"],
 ] as const;

@@ -12,6 +12,7 @@ import { AUDIT_EVENTS } from "../../audit/events.ts";
 import { OperationNotAllowedError } from "../../core/errors.ts";
 import { ProviderSchema, toProviderSummary } from "../../providers/schema.ts";
 import type { DaemonContext } from "../context.ts";
+import { assertUnrestricted } from "../services/agent-scopes.ts";
 import { callerScope, requireAdmin } from "../services/caller-scope.ts";
 
 const errors = errorResponses(400, 401, 403, 404);
@@ -73,6 +74,7 @@ export function providerRoutes(context: DaemonContext): FastifyPluginAsyncZod {
       async (request, reply) => {
         const scope = await callerScope(context, request);
         requireAdmin(scope, "register providers");
+        assertUnrestricted(scope.guard, "register providers");
         const result = await context.providers.register(request.body, {
           force: request.query.force === "true",
           now: context.now(),
@@ -107,6 +109,7 @@ export function providerRoutes(context: DaemonContext): FastifyPluginAsyncZod {
       async (request) => {
         const scope = await callerScope(context, request);
         requireAdmin(scope, "remove providers");
+        assertUnrestricted(scope.guard, "remove providers");
         const { provider: name } = request.params;
         const provider = context.providers.get(name);
         const bundled = context.providers.isBundled(name);

@@ -22,6 +22,7 @@ import {
   type Provider,
   providerApiUrls,
 } from "../../providers/schema.ts";
+import type { ScopeGuard } from "./agent-scopes.ts";
 import type { ConnectionRecord, ConnectionService, ProviderConnections } from "./connections.ts";
 import type { OAuthEndpointResolver } from "./oauth-endpoints.ts";
 import type { Actor, OAuthTokenService } from "./oauth-tokens.ts";
@@ -93,11 +94,14 @@ export class CredentialService {
     return table;
   }
 
-  /** `GET /api/proxy/routes`: every provider's routes, OAuth endpoints and the caller's connections. */
-  async routes(vaultId: string): Promise<ProxyRoute[]> {
+  /**
+   * `GET /api/proxy/routes`: every provider's routes, OAuth endpoints and the caller's connections
+   * (only those in its scope).
+   */
+  async routes(vaultId: string, guard: ScopeGuard): Promise<ProxyRoute[]> {
     const index = await this.#connections.index(vaultId);
     return this.#registry.list().map((provider) => {
-      const connections = index.get(provider.name);
+      const connections = guard.view(provider.name, index.get(provider.name));
       const bases = [
         ...(connections?.baseUrls ?? []),
         ...(provider.oauth?.base_url ? [provider.oauth.base_url] : []),
@@ -126,13 +130,19 @@ export class CredentialService {
         connections: connections?.names ?? [],
         default_connection: connections?.defaultConnection ?? null,
         ...(provider.auth_type === "aws_sigv4" ? { regions: connections?.regions ?? {} } : {}),
+        ...(guard.allows(provider.name) ? {} : { allowed: false }),
       };
     });
   }
 
   /** The header for a request; an OAuth token about to expire is refreshed first (audited for `actor`). */
-  async resolve(vaultId: string, request: ResolveRequest, actor: Actor): Promise<ResolvedCredential> {
-    const { provider, record } = await this.#connectionFor(vaultId, request, actor);
+  async resolve(
+    vaultId: string,
+    request: ResolveRequest,
+    actor: Actor,
+    guard: ScopeGuard,
+  ): Promise<ResolvedCredential> {
+    const { provider, record } = await this.#connectionFor(vaultId, request, actor, guard);
     return { provider: provider.name, connection: record.connection, ...this.#header(provider, record) };
   }
 
@@ -141,8 +151,8 @@ export class CredentialService {
    * leaves the daemon: the caller sends the request's canonical parts and payload hash, and gets
    * the headers to set.
    */
-  async sign(vaultId: string, request: SignRequest, actor: Actor): Promise<SignedRequest> {
-    const { provider, record } = await this.#connectionFor(vaultId, request, actor);
+  async sign(vaultId: string, request: SignRequest, actor: Actor, guard: ScopeGuard): Promise<SignedRequest> {
+    const { provider, record } = await this.#connectionFor(vaultId, request, actor, guard);
     const { credential } = record;
     if (provider.auth_type !== "aws_sigv4" || credential.type !== "aws_sigv4") {
       throw new OperationNotAllowedError(
@@ -203,16 +213,17 @@ export class CredentialService {
     vaultId: string,
     request: Pick<ResolveRequest, "host" | "path" | "provider" | "connection">,
     actor: Actor,
+    guard: ScopeGuard,
   ): Promise<{ provider: Provider; record: ConnectionRecord }> {
     try {
-      return await this.#pickConnection(vaultId, request, actor);
+      return await this.#pickConnection(vaultId, request, actor, guard);
     } catch (error) {
       const missing = error instanceof ConnectionNotFoundError || error instanceof ProviderNotFoundError;
       if (!missing || !(this.#connections.mayBeStale || this.#registry.mayBeStale)) throw error;
       // Another replica may have added it a moment ago, before its notice arrived: ask the store.
       await this.#registry.load();
       this.#connections.dropIndex(vaultId);
-      return this.#pickConnection(vaultId, request, actor);
+      return this.#pickConnection(vaultId, request, actor, guard);
     }
   }
 
@@ -220,6 +231,7 @@ export class CredentialService {
     vaultId: string,
     request: Pick<ResolveRequest, "host" | "path" | "provider" | "connection">,
     actor: Actor,
+    guard: ScopeGuard,
   ): Promise<{ provider: Provider; record: ConnectionRecord }> {
     const index = await this.#connections.index(vaultId);
     const url = request.host === undefined ? undefined : requestUrl(request.host, request.path ?? "/");
@@ -232,8 +244,8 @@ export class CredentialService {
       if (!url) throw new InvalidInputError("resolve needs a host, or a provider");
       provider = this.#registry.get(this.#pick(index, url));
     }
-    const connections = index.get(provider.name);
-    const name = request.connection ?? connections?.defaultConnection ?? connections?.names[0];
+    // The scope decides before the store is read: a refused request learns nothing of the vault.
+    const name = await guard.chooseConnection(provider.name, request.connection, index.get(provider.name));
     if (!name) {
       throw new ConnectionNotFoundError(`no ${provider.name} connection; run ${loginHint([provider.name])}`);
     }

@@ -1,6 +1,7 @@
 import type { KeyObject } from "node:crypto";
 import type { Kysely } from "kysely";
-import { OperationNotAllowedError } from "../../core/errors.ts";
+import type { AgentScope } from "../../api/agents.ts";
+import { AuthenticationFailedError, OperationNotAllowedError } from "../../core/errors.ts";
 import { publicKeyFromDid } from "../../identity/did-key.ts";
 import type { Database } from "../../store/schema.ts";
 
@@ -9,38 +10,108 @@ export interface RegisteredIdentity {
   did: string;
   publicKey: KeyObject;
   principalId: string | null;
+  createdAt: string;
+  claimedAt: string | null;
+  /** What it may use; null: every connection of its principal. */
+  scope: AgentScope;
+  revokedAt: string | null;
+  revokedBy: string | null;
+}
+
+type IdentityRow = Database["identities"];
+
+function fromRow(row: IdentityRow): RegisteredIdentity {
+  return {
+    handle: row.handle,
+    did: row.did,
+    publicKey: publicKeyFromDid(row.did),
+    principalId: row.principal_id,
+    createdAt: row.created_at,
+    claimedAt: row.claimed_at,
+    scope: row.scope === null ? null : (JSON.parse(row.scope) as string[]),
+    revokedAt: row.revoked_at,
+    revokedBy: row.revoked_by,
+  };
+}
+
+export interface IdentityRegistryOptions {
+  /**
+   * Keep claimed identities in memory. Only a daemon that is the store's one writer may: with
+   * replicas, a scope change or revocation on one must hold on the next request to any other,
+   * so each request reads the row (one primary-key lookup).
+   */
+  cache: boolean;
 }
 
 /**
- * Registered identities (handle → DID). PoP verification looks one up on every request, so claimed
- * identities are cached: a claim is permanent and a claimed identity is never deleted. An unclaimed
- * one is read from the store each time, since any replica may claim it (or let it expire).
+ * Registered identities (handle → DID, scope, revocation). PoP verification looks one up on every
+ * request. A single daemon caches claimed identities and drops an entry when it changes one; an
+ * unclaimed one is read from the store each time, since any replica may claim it.
  */
 export class IdentityRegistry {
   readonly #db: Kysely<Database>;
   readonly #cache = new Map<string, RegisteredIdentity>();
+  readonly #caching: boolean;
 
-  constructor(db: Kysely<Database>) {
+  constructor(db: Kysely<Database>, options: IdentityRegistryOptions = { cache: true }) {
     this.#db = db;
+    this.#caching = options.cache;
   }
 
+  /** The identity a PoP token names; a revoked one authenticates nothing any more. */
   async lookup(handle: string): Promise<RegisteredIdentity | undefined> {
+    const identity = await this.find(handle);
+    if (identity?.revokedAt) {
+      throw new AuthenticationFailedError(
+        `the identity "${handle}" was revoked at ${identity.revokedAt} by ${identity.revokedBy ?? "its principal"}; create a new one with \`svc agent create\``,
+      );
+    }
+    return identity;
+  }
+
+  /** The identity, revoked or not. */
+  async find(handle: string): Promise<RegisteredIdentity | undefined> {
     const cached = this.#cache.get(handle);
     if (cached) return cached;
     const row = await this.#db
       .selectFrom("identities")
-      .select(["handle", "did", "principal_id"])
+      .selectAll()
       .where("handle", "=", handle)
       .executeTakeFirst();
     if (!row) return undefined;
-    const identity = {
-      handle: row.handle,
-      did: row.did,
-      publicKey: publicKeyFromDid(row.did),
-      principalId: row.principal_id,
-    };
-    if (identity.principalId) this.#cache.set(handle, identity);
+    const identity = fromRow(row);
+    if (identity.principalId && this.#caching) this.#cache.set(handle, identity);
     return identity;
+  }
+
+  /** Every identity of a principal, or of every principal (admins), oldest first. */
+  async list(principalId: string | null): Promise<RegisteredIdentity[]> {
+    let query = this.#db.selectFrom("identities").selectAll().orderBy("created_at").orderBy("handle");
+    if (principalId !== null) query = query.where("principal_id", "=", principalId);
+    return (await query.execute()).map(fromRow);
+  }
+
+  /** Replaces an identity's scope (null: unrestricted). */
+  async setScope(handle: string, scope: AgentScope): Promise<RegisteredIdentity> {
+    await this.#db
+      .updateTable("identities")
+      .set({ scope: scope === null ? null : JSON.stringify(scope) })
+      .where("handle", "=", handle)
+      .execute();
+    this.#cache.delete(handle);
+    return (await this.find(handle))!;
+  }
+
+  /** Revokes an identity for good; its next request, on any daemon sharing the store, is refused. */
+  async revoke(handle: string, by: string, now: Date): Promise<RegisteredIdentity> {
+    await this.#db
+      .updateTable("identities")
+      .set({ revoked_at: now.toISOString(), revoked_by: by })
+      .where("handle", "=", handle)
+      .where("revoked_at", "is", null)
+      .execute();
+    this.#cache.delete(handle);
+    return (await this.find(handle))!;
   }
 
   /** Registers `handle` for `did`; idempotent for the same pair, refused when either is taken. */
@@ -60,7 +131,16 @@ export class IdentityRegistry {
     }
     await this.#db
       .insertInto("identities")
-      .values({ handle, did, principal_id: null, created_at: now.toISOString(), claimed_at: null })
+      .values({
+        handle,
+        did,
+        principal_id: null,
+        created_at: now.toISOString(),
+        claimed_at: null,
+        scope: null,
+        revoked_at: null,
+        revoked_by: null,
+      })
       .onConflict((oc) => oc.doNothing())
       .execute();
     const stored = await this.lookup(handle);
@@ -108,11 +188,17 @@ export class IdentityRegistry {
 
   /** Attaches an unclaimed identity to a principal; an identity claimed by someone else stays theirs. */
   async claim(handle: string, principalId: string, now: Date): Promise<RegisteredIdentity> {
+    if ((await this.find(handle))?.revokedAt) {
+      throw new OperationNotAllowedError(
+        `the identity "${handle}" was revoked; its claim links no longer work`,
+      );
+    }
     await this.#db
       .updateTable("identities")
       .set({ principal_id: principalId, claimed_at: now.toISOString() })
       .where("handle", "=", handle)
       .where("principal_id", "is", null)
+      .where("revoked_at", "is", null)
       .execute();
     this.#cache.delete(handle);
     const identity = await this.lookup(handle);
