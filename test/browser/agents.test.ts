@@ -7,7 +7,7 @@ import { registerIdentity } from "../../src/client/session.ts";
 import { AuthenticationFailedError } from "../../src/core/errors.ts";
 import { IdentityFiles } from "../../src/identity/identity-files.ts";
 import { CHROMIUM, launchChromium, newContext, screenshot, screenshotVariants } from "../support/browser.ts";
-import { loginWithApiKey, startTestDaemon, type TestDaemon } from "../support/daemon.ts";
+import { loginWithApiKey, recordProxyTraffic, startTestDaemon, type TestDaemon } from "../support/daemon.ts";
 
 const PASSWORD = "correct horse battery staple";
 
@@ -45,7 +45,7 @@ describe(`the Agents page in Chromium (${CHROMIUM})`, () => {
         },
       })),
     );
-    await client.post("/audit/events", { events });
+    await recordProxyTraffic(t, client, events);
   }
 
   function watch(page: Page) {

@@ -19,7 +19,13 @@ import {
   OperationNotAllowedError,
   ProviderNotFoundError,
 } from "../../src/core/errors.ts";
-import { loginWithApiKey, signedFetch, startTestDaemon, type TestDaemon } from "../support/daemon.ts";
+import {
+  loginWithApiKey,
+  recordProxyTraffic,
+  signedFetch,
+  startTestDaemon,
+  type TestDaemon,
+} from "../support/daemon.ts";
 
 const hex = (bytes: number) => randomBytes(bytes).toString("hex");
 
@@ -244,34 +250,32 @@ describe("agent scopes", () => {
 
   it("reports activity per provider and outcome from the proxy's events", async () => {
     const now = Date.now();
-    await agent.post("/audit/events", {
-      events: [
-        {
-          timestamp: new Date(now - 1000).toISOString(),
-          event: "proxy.request",
-          status: "success",
-          provider: "anthropic",
-        },
-        {
-          timestamp: new Date(now - 2000).toISOString(),
-          event: "proxy.request",
-          status: "success",
-          provider: "anthropic",
-        },
-        {
-          timestamp: new Date(now - 3000).toISOString(),
-          event: "proxy.request",
-          status: "failure",
-          provider: "github-token",
-        },
-        {
-          timestamp: new Date(now - 3 * 86_400_000).toISOString(),
-          event: "proxy.request",
-          status: "success",
-          provider: "openai",
-        },
-      ],
-    });
+    await recordProxyTraffic(t, agent, [
+      {
+        timestamp: new Date(now - 1000).toISOString(),
+        event: "proxy.request",
+        status: "success",
+        provider: "anthropic",
+      },
+      {
+        timestamp: new Date(now - 2000).toISOString(),
+        event: "proxy.request",
+        status: "success",
+        provider: "anthropic",
+      },
+      {
+        timestamp: new Date(now - 3000).toISOString(),
+        event: "proxy.request",
+        status: "failure",
+        provider: "github-token",
+      },
+      {
+        timestamp: new Date(now - 3 * 86_400_000).toISOString(),
+        event: "proxy.request",
+        status: "success",
+        provider: "openai",
+      },
+    ]);
     const activity: AgentActivity = await agentActivity(t.client, agentHandle);
     expect(activity.last_24h).toEqual([
       { provider: "anthropic", status: "success", count: 2 },

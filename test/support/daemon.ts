@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { AuthSession } from "../../src/api/auth-sessions.ts";
+import type { AuditStatus } from "../../src/audit/events.ts";
 import { DaemonClient } from "../../src/client/daemon-client.ts";
 import { registerIdentity } from "../../src/client/session.ts";
 import { homeLayout } from "../../src/core/paths.ts";
@@ -172,4 +173,40 @@ export async function signedFetch<T = unknown>(
     parsed = undefined;
   }
   return { status: response.status, headers: response.headers, text, body: parsed as T };
+}
+
+/**
+ * Records proxy traffic of `client`'s identity as if its `svc run` had shipped it at the events'
+ * own (past) times. `POST /audit/events` accepts only the last minutes, so tests of activity over
+ * hours and days write to the audit log the way that route does.
+ */
+export async function recordProxyTraffic(
+  t: TestDaemon,
+  client: DaemonClient,
+  events: ReadonlyArray<{
+    timestamp: string;
+    event: string;
+    status: string;
+    provider?: string | null;
+    connection?: string | null;
+    detail?: Record<string, string | number | boolean | null>;
+  }>,
+): Promise<void> {
+  const handle = client.identity?.handle;
+  if (!handle) throw new Error("recordProxyTraffic needs a client with an identity");
+  const identity = await t.daemon.context.identities.find(handle);
+  if (!identity?.principalId) throw new Error(`${handle} is not a claimed identity`);
+  await t.daemon.context.audit.recordMany(
+    events.map((event) => ({
+      event: event.event,
+      status: event.status as AuditStatus,
+      source: "external" as const,
+      provider: event.provider ?? null,
+      connection: event.connection ?? null,
+      identity: handle,
+      principal_id: identity.principalId,
+      timestamp: new Date(event.timestamp),
+      ...(event.detail ? { detail: event.detail } : {}),
+    })),
+  );
 }
