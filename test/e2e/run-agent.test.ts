@@ -41,13 +41,10 @@ describe("svc run --agent: the agent's scope applies to the child, the audit log
       NODE_EXTRA_CA_CERTS: upstream.caPath,
       SVC_PROXY_CONNECT_TO: upstream.connectTo(["api.openai.com", "api.anthropic.com"]),
     });
-    for (const [provider, key] of [
+    await sandbox.loginKeys([
       ["openai", OPENAI_KEY],
       ["anthropic", ANTHROPIC_KEY],
-    ] as const) {
-      const login = await sandbox.run(["login", provider], { input: `${key}\n` });
-      expect(login.code, login.stderr).toBe(0);
-    }
+    ]);
   });
   afterAll(async () => {
     await sandbox?.destroy();

@@ -81,13 +81,10 @@ describe("svc run against a local attacker", () => {
     proxied = await startProxiedSandbox(["api.openai.com", "api.anthropic.com"]);
     ({ upstream, sandbox } = proxied);
     scratch = mkdtempSync(join(tmpdir(), "svc-run-attacks-"));
-    for (const [provider, key] of [
+    await sandbox.loginKeys([
       ["openai", OPENAI_KEY],
       ["anthropic", ANTHROPIC_KEY],
-    ] as const) {
-      const login = await sandbox.run(["login", provider], { input: `${key}\n` });
-      expect(login.code, login.stderr).toBe(0);
-    }
+    ]);
   });
   afterAll(async () => {
     await proxied?.close();

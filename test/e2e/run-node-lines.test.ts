@@ -60,13 +60,10 @@ describe("svc run: Node children of every release line go through the proxy", ()
   beforeAll(async () => {
     proxied = await startProxiedSandbox(["api.openai.com", "api.github.com"]);
     ({ upstream, sandbox } = proxied);
-    for (const [provider, key] of [
+    await sandbox.loginKeys([
       ["openai", OPENAI_KEY],
       ["github-token", GITHUB_KEY],
-    ] as const) {
-      const login = await sandbox.run(["login", provider], { input: `${key}\n` });
-      expect(login.code, login.stderr).toBe(0);
-    }
+    ]);
     for (const line of [20, 22, 24]) nodes.push({ line, binary: await nodeOfLine(line) });
   }, 300_000);
   afterAll(async () => {

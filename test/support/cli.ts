@@ -139,6 +139,14 @@ export class SvcSandbox {
     return { pid: child.pid, output, result, waitFor, kill: (signal) => child.kill(signal) };
   }
 
+  /** `svc login <provider>` with each key on stdin; throws with svc's words when one fails. */
+  async loginKeys(keys: ReadonlyArray<readonly [provider: string, key: string]>): Promise<void> {
+    for (const [provider, key] of keys) {
+      const login = await this.run(["login", provider], { input: `${key}\n` });
+      if (login.code !== 0) throw new Error(`svc login ${provider} exited ${login.code}: ${login.stderr}`);
+    }
+  }
+
   async json<T = Record<string, unknown>>(args: string[]): Promise<T> {
     const result = await this.run([...args, "--json"]);
     if (result.code !== 0)
