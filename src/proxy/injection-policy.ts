@@ -76,6 +76,8 @@ function statusFor(error: SvcError): number {
     case "RefreshFailedError":
       return 401;
     case "OperationNotAllowedError":
+    // The run's own identity was refused (a revoked agent): the child may no longer use it.
+    case "AuthenticationFailedError":
       return 403;
     default:
       return 502;

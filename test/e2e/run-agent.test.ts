@@ -159,7 +159,7 @@ describe("svc run --agent: the agent's scope applies to the child, the audit log
     expect(revoked.code, revoked.stderr).toBe(0);
     writeFileSync(flag, "");
     const result = await running.result;
-    expect(result.stdout).toMatch(/second 502/);
+    expect(result.stdout).toMatch(/second 403/);
     expect(result.stdout).toMatch(/AuthenticationFailedError.*worker.* was revoked/);
     expect(seen(first)[0]?.headers["x-api-key"]).toBe(ANTHROPIC_KEY);
     expect(seen(second)).toEqual([]);
