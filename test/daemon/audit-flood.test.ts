@@ -3,6 +3,7 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { AuditPageRecord, ExternalAuditEvent } from "../../src/api/audit.ts";
+import { externalEvent } from "../support/audit-events.ts";
 import { loginWithApiKey, signedFetch, startTestDaemon, type TestDaemon } from "../support/daemon.ts";
 
 let t: TestDaemon | undefined;
@@ -10,18 +11,6 @@ afterEach(async () => {
   await t?.stop();
   t = undefined;
 });
-
-function external(overrides: Partial<ExternalAuditEvent> = {}): ExternalAuditEvent {
-  return {
-    timestamp: new Date().toISOString(),
-    event: "proxy.request",
-    status: "success",
-    provider: "openai",
-    connection: "default",
-    detail: { method: "GET", host: "api.openai.com", path: "/v1/models", status_code: 200, duration_ms: 12 },
-    ...overrides,
-  };
-}
 
 /** Every line of a log and its rotated copies (`svc.log`, `svc.log.1`, ...), parsed. */
 function logLines(path: string): Array<{ id: string; event: string; source: string }> {
@@ -41,7 +30,7 @@ describe("POST /audit/events accepts only what a proxy could have sent", () => {
     t = await startTestDaemon();
     for (const event of ["credential.revealed", "account.signed_in", "identity.claimed", "proxy.anything"]) {
       const refused = await signedFetch(t.daemon.url, t.identity, "POST", "/audit/events", {
-        events: [external({ event: event as ExternalAuditEvent["event"] })],
+        events: [externalEvent({ event: event as ExternalAuditEvent["event"] })],
       });
       expect(refused.status, event).toBe(400);
       expect(refused.body).toMatchObject({ error: "InvalidInputError" });
@@ -59,15 +48,15 @@ describe("POST /audit/events accepts only what a proxy could have sent", () => {
       new Date(now - 86_400_000).toISOString(),
     ]) {
       const refused = await signedFetch(t.daemon.url, t.identity, "POST", "/audit/events", {
-        events: [external(), external({ timestamp: at })],
+        events: [externalEvent(), externalEvent({ timestamp: at })],
       });
       expect(refused.status, at).toBe(400);
     }
     const slightlyAhead = new Date(now + 60_000).toISOString();
     const accepted = await signedFetch(t.daemon.url, t.identity, "POST", "/audit/events", {
       events: [
-        external({ timestamp: slightlyAhead }),
-        external({ timestamp: new Date(now - 60_000).toISOString() }),
+        externalEvent({ timestamp: slightlyAhead }),
+        externalEvent({ timestamp: new Date(now - 60_000).toISOString() }),
       ],
     });
     expect(accepted.status).toBe(200);
@@ -77,7 +66,7 @@ describe("POST /audit/events accepts only what a proxy could have sent", () => {
 
   it("limits the events one identity may post, with 429 and Retry-After; other identities go on", async () => {
     t = await startTestDaemon();
-    const batch = Array.from({ length: 500 }, () => external());
+    const batch = Array.from({ length: 500 }, () => externalEvent());
     let limited: Awaited<ReturnType<typeof signedFetch>> | undefined;
     let accepted = 0;
     for (let i = 0; i < 200 && !limited; i++) {
@@ -94,7 +83,7 @@ describe("POST /audit/events accepts only what a proxy could have sent", () => {
     expect(accepted).toBeLessThan(100_000);
     const other = await t.newIdentity();
     const answer = await signedFetch(t.daemon.url, other.identity, "POST", "/audit/events", {
-      events: [external()],
+      events: [externalEvent()],
     });
     expect(answer.status).toBe(200);
   });
@@ -120,7 +109,7 @@ describe("a flood of proxy events cannot push lifecycle events off the disk", ()
       await Promise.all(
         flooders.map(async (identity) => {
           const events = Array.from({ length: 500 }, (_, i) =>
-            external({ detail: { method: "GET", path: `${path}/${round}/${i}` } }),
+            externalEvent({ detail: { method: "GET", path: `${path}/${round}/${i}` } }),
           );
           const answer = await signedFetch(t!.daemon.url, identity, "POST", "/audit/events", { events });
           expect(answer.status).toBe(200);

@@ -3,19 +3,8 @@ import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AuditPageRecord, ExternalAuditEvent } from "../../src/api/audit.ts";
 import { InvalidInputError } from "../../src/core/errors.ts";
+import { externalEvent } from "../support/audit-events.ts";
 import { loginWithApiKey, startTestDaemon, type TestDaemon } from "../support/daemon.ts";
-
-function external(overrides: Partial<ExternalAuditEvent> = {}): ExternalAuditEvent {
-  return {
-    timestamp: new Date().toISOString(),
-    event: "proxy.request",
-    status: "success",
-    provider: "openai",
-    connection: "default",
-    detail: { method: "GET", host: "api.openai.com", path: "/v1/models", status_code: 200, duration_ms: 12 },
-    ...overrides,
-  };
-}
 
 describe("audit routes", () => {
   let t: TestDaemon;
@@ -44,7 +33,7 @@ describe("audit routes", () => {
   });
 
   it("stores a proxy batch as external events of the token's identity, never the body's", async () => {
-    const batch = [external(), external({ status: "failure", detail: { status_code: 401 } })];
+    const batch = [externalEvent(), externalEvent({ status: "failure", detail: { status_code: 401 } })];
     const response = await t.client.post<{ accepted: number }>("/audit/events", { events: batch });
     expect(response).toEqual({ accepted: 2 });
     const page = await t.client.get<AuditPageRecord>("/api/audit/events?event=proxy.request");
@@ -53,16 +42,16 @@ describe("audit routes", () => {
       expect(event).toMatchObject({ source: "external", identity: t.identity.handle, provider: "openai" });
     }
     await expect(
-      t.client.post("/audit/events", { events: [{ ...external(), identity: "someone-else-0001" }] }),
+      t.client.post("/audit/events", { events: [{ ...externalEvent(), identity: "someone-else-0001" }] }),
     ).rejects.toBeInstanceOf(InvalidInputError);
   });
 
   it("refuses a malformed or oversized batch whole and keeps earlier batches", async () => {
     const before = (await t.client.get<AuditPageRecord>("/api/audit/events?event=proxy.request&limit=500"))
       .events.length;
-    const bad = [external(), external({ event: "NOT AN EVENT" as ExternalAuditEvent["event"] })];
+    const bad = [externalEvent(), externalEvent({ event: "NOT AN EVENT" as ExternalAuditEvent["event"] })];
     await expect(t.client.post("/audit/events", { events: bad })).rejects.toBeInstanceOf(InvalidInputError);
-    const huge = Array.from({ length: 501 }, () => external());
+    const huge = Array.from({ length: 501 }, () => externalEvent());
     await expect(t.client.post("/audit/events", { events: huge })).rejects.toBeInstanceOf(InvalidInputError);
     await expect(t.client.post("/audit/events", { events: [] })).rejects.toBeInstanceOf(InvalidInputError);
     const after = (await t.client.get<AuditPageRecord>("/api/audit/events?event=proxy.request&limit=500"))
@@ -73,7 +62,7 @@ describe("audit routes", () => {
   it("never stores a secret a proxy batch carries, in the database or the log file", async () => {
     const canary = `sk-proj-${randomBytes(24).toString("base64url")}`;
     await t.client.post("/audit/events", {
-      events: [external({ detail: { path: `/v1/echo/${canary}`, note: canary } })],
+      events: [externalEvent({ detail: { path: `/v1/echo/${canary}`, note: canary } })],
     });
     const page = await t.client.get<AuditPageRecord>("/api/audit/events?limit=5");
     expect(JSON.stringify(page)).not.toContain(canary);

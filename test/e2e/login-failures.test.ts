@@ -13,27 +13,8 @@ import { homeLayout } from "../../src/core/paths.ts";
 import type { ProviderDefinitionInput } from "../../src/providers/schema.ts";
 import { type AuthServer, startAuthServer } from "../support/auth-server.ts";
 import { freePort, type RunningCli, SvcSandbox } from "../support/cli.ts";
+import { loginLines, waitForLoginLine } from "../support/login-lines.ts";
 import { oauthProvider, staticClient } from "../support/oauth.ts";
-
-type Line = AuthSession & { error?: string; message?: string };
-
-function lines(cli: RunningCli): Line[] {
-  return cli.output.stdout
-    .split("\n")
-    .filter((line) => line.trim().startsWith("{"))
-    .map((line) => JSON.parse(line) as Line);
-}
-
-async function state(cli: RunningCli, match: (line: Line) => boolean, timeoutMs = 15_000): Promise<Line> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const found = lines(cli).find(match);
-    if (found) return found;
-    if (Date.now() > deadline)
-      throw new Error(`no matching state in: ${cli.output.stdout}${cli.output.stderr}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
 
 describe("a failed auth session ends svc login at once", () => {
   let sandbox: SvcSandbox;
@@ -81,14 +62,19 @@ describe("a failed auth session ends svc login at once", () => {
   /** The login's end: its exit code, its last --json line, and how long it took after `since`. */
   async function ended(login: RunningCli, since: number) {
     const result = await login.result;
-    return { code: result.code, last: lines(login).at(-1)!, ms: Date.now() - since, stderr: result.stderr };
+    return {
+      code: result.code,
+      last: loginLines(login).at(-1)!,
+      ms: Date.now() - since,
+      stderr: result.stderr,
+    };
   }
 
   it("client credentials the provider refuses: exit 2 with the provider's words, on the page too", async () => {
     const name = fresh("refused");
     await register(oauthProvider(name, server, "device_code"));
     const login = sandbox.start(["login", name, "--json"], { timeoutMs: 60_000 });
-    const paused = await state(login, (line) => line.waiting_for === "client_credentials");
+    const paused = await waitForLoginLine(login, (line) => line.waiting_for === "client_credentials");
     const since = Date.now();
     const page = await enterClient(paused, { client_id: "no-such-client", client_secret: "wrong-secret" });
     const end = await ended(login, since);
@@ -111,7 +97,7 @@ describe("a failed auth session ends svc login at once", () => {
       }),
     );
     const login = sandbox.start(["login", name, "--json"], { timeoutMs: 60_000 });
-    const paused = await state(login, (line) => line.waiting_for === "client_credentials");
+    const paused = await waitForLoginLine(login, (line) => line.waiting_for === "client_credentials");
     const since = Date.now();
     const page = await enterClient(paused, { client_id: "some-client", client_secret: "some-secret" });
     const end = await ended(login, since);
@@ -128,10 +114,10 @@ describe("a failed auth session ends svc login at once", () => {
     await register(oauthProvider(name, server, "pkce"));
     const client = await staticClient(server, sandbox.baseUrl);
     const login = sandbox.start(["login", name, "--json"], { timeoutMs: 60_000 });
-    const paused = await state(login, (line) => line.waiting_for === "client_credentials");
+    const paused = await waitForLoginLine(login, (line) => line.waiting_for === "client_credentials");
     // The right client id with a wrong secret: the sign-in works, the code exchange is refused.
     await enterClient(paused, { client_id: client.client_id, client_secret: "not-the-secret" });
-    const ready = await state(login, (line) => line.waiting_for === "authorization");
+    const ready = await waitForLoginLine(login, (line) => line.waiting_for === "authorization");
     const since = Date.now();
     await server.browser.authorize(ready.next!.url);
     const end = await ended(login, since);
@@ -148,7 +134,7 @@ describe("a failed auth session ends svc login at once", () => {
     const client = await server.addClient({ token_endpoint_auth_method: "none" });
     await register(oauthProvider(name, server, "device_code", { client_id: client.client_id }));
     const login = sandbox.start(["login", name, "--json"], { timeoutMs: 60_000 });
-    const waiting = await state(login, (line) => line.waiting_for === "device_code");
+    const waiting = await waitForLoginLine(login, (line) => line.waiting_for === "device_code");
     const end = await ended(login, Date.now());
     expect(end.code, end.stderr).toBe(2);
     // Nobody finished it: exit 2 as for a cancelled input, with what to do.

@@ -5,33 +5,14 @@ import type { AuthSession } from "../../src/api/auth-sessions.ts";
 import type { Connection, Revoked } from "../../src/api/connections.ts";
 import type { ProviderDefinitionInput } from "../../src/providers/schema.ts";
 import { type AuthServer, startAuthServer } from "../support/auth-server.ts";
-import type { RunningCli, SvcSandbox } from "../support/cli.ts";
+import type { SvcSandbox } from "../support/cli.ts";
+import { loginLines, waitForLoginLine } from "../support/login-lines.ts";
 import { oauthProvider, staticClient } from "../support/oauth.ts";
 import { startProxiedSandbox, type Upstream } from "../support/upstream.ts";
 
 const NODE = process.execPath;
 /** The provider `svc run` reaches through the proxy (its API host is redirected to the local upstream). */
 const RUN_PROVIDER = "oauthrun";
-
-/** The NDJSON lines `svc login --json` printed so far. */
-function lines(cli: RunningCli): Array<AuthSession & { error?: string; message?: string }> {
-  return cli.output.stdout
-    .split("\n")
-    .filter((line) => line.trim().startsWith("{"))
-    .map((line) => JSON.parse(line));
-}
-
-/** Waits until `svc login --json` printed a state that `match` accepts. */
-async function state(cli: RunningCli, match: (line: AuthSession) => boolean, timeoutMs = 15_000) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const found = lines(cli).find(match);
-    if (found) return found;
-    if (Date.now() > deadline)
-      throw new Error(`no matching state in: ${cli.output.stdout}${cli.output.stderr}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
 
 describe("svc login with OAuth, end to end against a real authorization server", () => {
   let proxied: Awaited<ReturnType<typeof startProxiedSandbox>>;
@@ -94,20 +75,20 @@ describe("svc login with OAuth, end to end against a real authorization server",
     const client = await pkceProvider(name);
     secrets.add(client.client_secret!);
     const login = sandbox.start(["login", name, "--json"], { timeoutMs: 60_000 });
-    const paused = await state(login, (line) => line.waiting_for === "client_credentials");
+    const paused = await waitForLoginLine(login, (line) => line.waiting_for === "client_credentials");
     expect(paused.status).toBe("pending");
     expect(paused.redirect_uri).toBe(`${callback}/auth/callback/oauth`);
 
     // The person fills in the bridge form.
     await enterClient(paused, client);
 
-    const ready = await state(login, (line) => line.waiting_for === "authorization");
+    const ready = await waitForLoginLine(login, (line) => line.waiting_for === "authorization");
     expect(new URL(ready.next!.url).searchParams.get("code_challenge_method")).toBe("S256");
     const signedIn = await server.browser.authorize(ready.next!.url);
     expect(signedIn.status).toBe(200);
     const result = await login.result;
     expect(result.code, result.stderr).toBe(0);
-    expect(lines(login).at(-1)).toMatchObject({ status: "completed", provider: name });
+    expect(loginLines(login).at(-1)).toMatchObject({ status: "completed", provider: name });
     expect(result.stdout + result.stderr).not.toContain(client.client_secret!);
 
     outputs.push(result.stdout, result.stderr);
@@ -128,15 +109,15 @@ describe("svc login with OAuth, end to end against a real authorization server",
     const name = fresh("pkce");
     const client = await pkceProvider(name);
     const login = sandbox.start(["login", name, "--json"], { timeoutMs: 60_000 });
-    const paused = await state(login, (line) => line.waiting_for === "client_credentials");
+    const paused = await waitForLoginLine(login, (line) => line.waiting_for === "client_credentials");
     await enterClient(paused, client);
-    const ready = await state(login, (line) => line.waiting_for === "authorization");
+    const ready = await waitForLoginLine(login, (line) => line.waiting_for === "authorization");
     const page = await server.browser.authorize(ready.next!.url, { deny: true });
     expect(page.status).toBe(400);
     const result = await login.result;
     expect(result.code).toBe(2);
-    expect(lines(login).at(-1)).toMatchObject({ error: "AuthenticationFailedError" });
-    expect(lines(login).at(-1)!.message).toMatch(/refused the login: access_denied/);
+    expect(loginLines(login).at(-1)).toMatchObject({ error: "AuthenticationFailedError" });
+    expect(loginLines(login).at(-1)!.message).toMatch(/refused the login: access_denied/);
   });
 
   /** Enters the client on the bridge form of a paused session. */
@@ -180,7 +161,7 @@ describe("svc login with OAuth, end to end against a real authorization server",
     await register(oauthProvider(name, server, "dcr_pkce"));
     const before = server.registrations.length;
     const login = sandbox.start(["login", name, "--json"], { timeoutMs: 60_000 });
-    const ready = await state(login, (line) => line.waiting_for === "authorization");
+    const ready = await waitForLoginLine(login, (line) => line.waiting_for === "authorization");
     expect(server.registrations.length).toBe(before + 1);
     expect((await server.browser.authorize(ready.next!.url)).status).toBe(200);
     expect((await login.result).code).toBe(0);
@@ -194,8 +175,11 @@ describe("svc login with OAuth, end to end against a real authorization server",
       api_url: `api.${RUN_PROVIDER}.example.com`,
     });
     const login = sandbox.start(["login", RUN_PROVIDER, "--json"], { timeoutMs: 60_000 });
-    await enterClient(await state(login, (line) => line.waiting_for === "client_credentials"), client);
-    const ready = await state(login, (line) => line.waiting_for === "authorization");
+    await enterClient(
+      await waitForLoginLine(login, (line) => line.waiting_for === "client_credentials"),
+      client,
+    );
+    const ready = await waitForLoginLine(login, (line) => line.waiting_for === "authorization");
     expect((await server.browser.authorize(ready.next!.url)).status).toBe(200);
     expect((await login.result).code).toBe(0);
     const before = await tokens(RUN_PROVIDER);
@@ -245,11 +229,11 @@ console.log(JSON.stringify({ ok: answers.filter((a) => a.status === 200).length,
     const name = fresh("sigint");
     await register(oauthProvider(name, server, "dcr_pkce"));
     const login = sandbox.start(["login", name, "--json"], { timeoutMs: 30_000 });
-    const ready = await state(login, (line) => line.waiting_for === "authorization");
+    const ready = await waitForLoginLine(login, (line) => line.waiting_for === "authorization");
     login.kill("SIGINT");
     const result = await login.result;
     expect(result.code).toBe(2);
-    expect(lines(login).at(-1)).toMatchObject({ error: "InputCancelledError" });
+    expect(loginLines(login).at(-1)).toMatchObject({ error: "InputCancelledError" });
     // The sign-in link is dead: the daemon cancelled the session.
     const page = await server.browser.authorize(ready.next!.url);
     expect(page.status).toBe(400);
@@ -260,7 +244,7 @@ console.log(JSON.stringify({ ok: answers.filter((a) => a.status === 200).length,
     const name = fresh("restart");
     await register(oauthProvider(name, server, "dcr_pkce"));
     const login = sandbox.start(["login", name, "--json"], { timeoutMs: 60_000 });
-    const ready = await state(login, (line) => line.waiting_for === "authorization");
+    const ready = await waitForLoginLine(login, (line) => line.waiting_for === "authorization");
     const restart = await sandbox.run(["daemon", "restart"]);
     expect(restart.code, restart.stderr).toBe(0);
     const page = await server.browser.authorize(ready.next!.url);
