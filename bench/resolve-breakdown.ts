@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { ResolvedCredential } from "../src/api/credentials.ts";
 import { DaemonClient } from "../src/client/daemon-client.ts";
+import { ResolveChannel } from "../src/client/resolve-channel.ts";
 import { registerIdentity } from "../src/client/session.ts";
 import { homeLayout } from "../src/core/paths.ts";
 import { startDaemon } from "../src/daemon/serve.ts";
@@ -59,6 +60,7 @@ async function main(): Promise<void> {
     const body = Buffer.from(BODY);
     const request = JSON.parse(BODY);
 
+    const channel = new ResolveChannel(client);
     const steps = async () => {
       const verifyTokens = tokens();
       const injectTokens = tokens();
@@ -105,6 +107,7 @@ async function main(): Promise<void> {
         "HTTP POST resolve (DaemonClient: sign + round trip)": await time(() =>
           client.post<ResolvedCredential>(PATH, request),
         ),
+        "channel resolve (ResolveChannel: one line each way)": await time(() => channel.resolve(request)),
       };
     };
 
@@ -118,6 +121,7 @@ async function main(): Promise<void> {
     for (const [step, us] of Object.entries(measured)) {
       process.stdout.write(`${step.padEnd(56)} ${us.toFixed(1).padStart(9)}\n`);
     }
+    channel.close();
   } finally {
     await daemon.close();
     rmSync(root, { recursive: true, force: true });
