@@ -58,17 +58,15 @@ export function scrubHeaders<H extends http.IncomingHttpHeaders | HeaderValues>(
  * then longest, as SecretScrubber), or `data` itself when none occurs: for whole messages in memory.
  */
 export function bufferScrubber(secrets: readonly string[]): (data: Buffer) => Buffer {
-  const usable = searchable(secrets);
+  const usable = searchable(secrets).map((secret) => Buffer.from(secret));
   if (usable.length === 0) return (data) => data;
-  // latin1 maps each byte to one character, so this pattern matches the secrets' bytes exactly.
-  const pattern = new RegExp(
-    usable.map((secret) => escapeRegExp(Buffer.from(secret).toString("latin1"))).join("|"),
-    "g",
-  );
+  let pattern: RegExp | undefined;
   return (data) => {
-    const text = data.toString("latin1");
-    const scrubbed = text.replace(pattern, PLACEHOLDER);
-    return scrubbed === text ? data : Buffer.from(scrubbed, "latin1");
+    // Almost no message echoes a secret: the pattern is compiled only for one that does.
+    if (!usable.some((secret) => data.includes(secret))) return data;
+    // latin1 maps each byte to one character, so this pattern matches the secrets' bytes exactly.
+    pattern ??= new RegExp(usable.map((secret) => escapeRegExp(secret.toString("latin1"))).join("|"), "g");
+    return Buffer.from(data.toString("latin1").replace(pattern, PLACEHOLDER), "latin1");
   };
 }
 

@@ -7,14 +7,14 @@
 import http from "node:http";
 import https from "node:https";
 import net from "node:net";
-import type { Duplex, Readable } from "node:stream";
+import { type Duplex, finished, type Readable } from "node:stream";
 import tls from "node:tls";
 import { hashBodyUpTo, noBody } from "./body-buffer.ts";
 import { PROXY_AUTHENTICATE, type ProxyCredential } from "./proxy-credential.ts";
 import { type ProxyFailure, rawProxyError, upstreamFailure, writeProxyError } from "./proxy-errors.ts";
 import { pump } from "./pump.ts";
 import { parseAuthority, pinRequestTarget } from "./request-target.ts";
-import { scrubbedBody, scrubHeaders } from "./scrub.ts";
+import { bufferScrubber, scrubbedBody, scrubHeaders } from "./scrub.ts";
 import { UpgradeResponseScrubber } from "./upgrade-scrub.ts";
 
 export interface Target {
@@ -103,6 +103,26 @@ const HOP_BY_HOP = new Set([
 
 /** What a request carrying a secret may accept: encodings the scrubber can decode. */
 const SCRUBBABLE_ENCODINGS = "gzip, deflate, br";
+
+/**
+ * An unencoded response body of at most this many bytes, whose length the upstream announced, is
+ * scrubbed whole and sent with its exact Content-Length in one write (a streamed one goes chunked).
+ */
+const WHOLE_BODY_LIMIT = 64 * 1024;
+
+/** Whether a response is small enough, and of a known length and encoding, to scrub in one piece. */
+function scrubbableWhole(response: http.IncomingMessage): boolean {
+  const encoding = response.headers["content-encoding"]?.trim().toLowerCase();
+  if (encoding !== undefined && encoding !== "" && encoding !== "identity") return false;
+  const length = response.headers["content-length"];
+  return length !== undefined && /^\d{1,6}$/.test(length) && Number(length) <= WHOLE_BODY_LIMIT;
+}
+
+/** A request with no body to forward (no length, or zero, and not chunked). */
+function bodiless(request: http.IncomingMessage): boolean {
+  const length = request.headers["content-length"];
+  return request.headers["transfer-encoding"] === undefined && (length === undefined || length === "0");
+}
 
 function forwardableHeaders(
   headers: http.IncomingHttpHeaders,
@@ -295,8 +315,13 @@ export class ProxyServer {
         plan = await first.withHash(hashed.sha256);
       } else plan = first;
     }
-    const finish = (outcome: Omit<Outcome, "durationMs">) =>
+    let reported = false;
+    // Once per request, whichever failure (upstream, client, body) is noticed first.
+    const finish = (outcome: Omit<Outcome, "durationMs">) => {
+      if (reported) return;
+      reported = true;
       plan.done?.({ ...outcome, durationMs: Math.round(performance.now() - started) });
+    };
     return { described, plan, body, finish };
   }
 
@@ -335,6 +360,10 @@ export class ProxyServer {
     });
     upstream.on("response", (upstreamResponse) => {
       const secrets = plan.secrets ?? [];
+      if (secrets.length > 0 && scrubbableWhole(upstreamResponse)) {
+        this.#respondWhole(upstreamResponse, response, described, secrets, finish);
+        return;
+      }
       let headers = upstreamResponse.headers as http.OutgoingHttpHeaders;
       let body: Readable | Duplex = upstreamResponse;
       if (secrets.length > 0) {
@@ -369,7 +398,45 @@ export class ProxyServer {
         finish({ error: error.message });
       }
     });
-    pump(requestBody, upstream, () => {});
+    if (requestBody === request && bodiless(request)) {
+      // Nothing to stream: spare the request the piping and its listeners.
+      request.resume();
+      upstream.end();
+    } else pump(requestBody, upstream, () => {});
+  }
+
+  /**
+   * A small response of known length: read whole, scrubbed in memory, and sent with its exact
+   * Content-Length in one write, which also spares the child a chunked body.
+   */
+  #respondWhole(
+    upstreamResponse: http.IncomingMessage,
+    response: http.ServerResponse,
+    described: InterceptedRequest,
+    secrets: readonly string[],
+    finish: (outcome: Omit<Outcome, "durationMs">) => void,
+  ): void {
+    const status = upstreamResponse.statusCode ?? 502;
+    const chunks: Buffer[] = [];
+    upstreamResponse.on("data", (chunk: Buffer) => chunks.push(chunk));
+    finished(upstreamResponse, (error) => {
+      if (error) {
+        if (!response.headersSent)
+          writeProxyError(response, upstreamFailure(described.host, described.port, error));
+        else response.destroy(error);
+        finish({ status: 502, error: error.message });
+        return;
+      }
+      const body = bufferScrubber(secrets)(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks));
+      const headers = scrubHeaders(upstreamResponse.headers, secrets) as http.OutgoingHttpHeaders;
+      for (const name of Object.keys(headers)) if (HOP_BY_HOP.has(name)) delete headers[name];
+      // A HEAD (or 204, 304) answer announces a length it does not carry, which scrubbing may change.
+      if (described.method === "HEAD" || status === 204 || status === 304) delete headers["content-length"];
+      else headers["content-length"] = String(body.length);
+      response.writeHead(status, headers);
+      response.end(body);
+      finished(response, (sent) => finish({ status, ...(sent ? { error: sent.message } : {}) }));
+    });
   }
 
   /** A WebSocket (or other) upgrade: the handshake gets the planned headers, then bytes flow both ways. */

@@ -33,7 +33,8 @@ export interface Upstream {
  * `/echo` returns the request headers as JSON, `/echo-header` repeats Authorization in a response
  * header, `/echo-encoded` returns the credential (Authorization without its scheme, or x-api-key)
  * base64-, base64url- and percent-encoded and inside a Basic credential, as JSON and in a response
- * header, `/echo-gzip` is `/echo` gzip-encoded, `/status/<code>`, `/bytes?mb=N` streams N MiB,
+ * header, `/echo-gzip` is `/echo` gzip-encoded, `/status/<code>`, `/truncated` announces 100 bytes
+ * and closes after 10, `/bytes?mb=N` streams N MiB,
  * `/upload` answers the byte count and SHA-256 of the request body, `/redirect?to=URL&status=S`
  * redirects to URL (status 302 unless given), `/sse?n=N&ms=M` streams N
  * events (default 3) M ms apart (default 50), and a WebSocket upgrade first sends the handshake's
@@ -55,7 +56,10 @@ export async function startUpstream(): Promise<Upstream> {
     const echo = JSON.stringify({ method: request.method, path: request.url, headers: request.headers });
     if (url.pathname === "/echo") {
       request.resume();
-      response.writeHead(200, { "content-type": "application/json" });
+      response.writeHead(200, {
+        "content-type": "application/json",
+        "content-length": Buffer.byteLength(echo),
+      });
       response.end(echo);
     } else if (url.pathname === "/echo-header") {
       response.writeHead(200, { "x-echo-authorization": String(request.headers.authorization ?? "") });
@@ -84,6 +88,9 @@ export async function startUpstream(): Promise<Upstream> {
         location: url.searchParams.get("to") ?? "/echo",
       });
       response.end();
+    } else if (url.pathname === "/truncated") {
+      response.writeHead(200, { "content-type": "text/plain", "content-length": 100 });
+      response.write("0123456789", () => response.socket?.destroy());
     } else if (url.pathname.startsWith("/status/")) {
       response.writeHead(Number(url.pathname.slice(8)));
       response.end();
