@@ -105,17 +105,22 @@ const HOP_BY_HOP = new Set([
 const SCRUBBABLE_ENCODINGS = "gzip, deflate, br";
 
 /**
- * An unencoded response body of at most this many bytes, whose length the upstream announced, is
- * scrubbed whole and sent with its exact Content-Length in one write (a streamed one goes chunked).
+ * An unencoded response body of at most this many bytes, announced with its length or arrived
+ * with its headers, is scrubbed whole and sent with its exact Content-Length in one write (a
+ * streamed one goes chunked).
  */
 const WHOLE_BODY_LIMIT = 64 * 1024;
 
-/** Whether a response is small enough, and of a known length and encoding, to scrub in one piece. */
-function scrubbableWhole(response: http.IncomingMessage): boolean {
+/** Whether a response's body is sent as is (no Content-Encoding to decode first). */
+function identityEncoded(response: http.IncomingMessage): boolean {
   const encoding = response.headers["content-encoding"]?.trim().toLowerCase();
-  if (encoding !== undefined && encoding !== "" && encoding !== "identity") return false;
+  return encoding === undefined || encoding === "" || encoding === "identity";
+}
+
+/** The Content-Length a response announced, if any. */
+function announcedLength(response: http.IncomingMessage): number | undefined {
   const length = response.headers["content-length"];
-  return length !== undefined && /^\d{1,6}$/.test(length) && Number(length) <= WHOLE_BODY_LIMIT;
+  return length !== undefined && /^\d{1,15}$/.test(length) ? Number(length) : undefined;
 }
 
 /** A request with no body to forward (no length, or zero, and not chunked). */
@@ -360,34 +365,19 @@ export class ProxyServer {
     });
     upstream.on("response", (upstreamResponse) => {
       const secrets = plan.secrets ?? [];
-      if (secrets.length > 0 && scrubbableWhole(upstreamResponse)) {
-        this.#respondWhole(upstreamResponse, response, described, secrets, finish);
-        return;
-      }
-      let headers = upstreamResponse.headers as http.OutgoingHttpHeaders;
-      let body: Readable | Duplex = upstreamResponse;
-      if (secrets.length > 0) {
-        const scrub = scrubbedBody(upstreamResponse.headers["content-encoding"], secrets);
-        if (!scrub.scrubbed) {
-          // A body svc cannot decode could echo the secret unseen: refuse it rather than pass it on.
-          upstreamResponse.resume();
-          const message = `svc proxy cannot inspect a response encoded as "${upstreamResponse.headers["content-encoding"]}"`;
-          writeProxyError(response, { status: 502, code: "UnreadableResponseEncoding", message });
-          finish({ status: 502, error: message });
-          return;
-        }
-        headers = scrubHeaders(upstreamResponse.headers, secrets) as http.OutgoingHttpHeaders;
-        // A scrubbed body may change length, and a decoded one is sent as identity.
-        delete headers["content-length"];
-        if (scrub.contentEncoding === undefined) delete headers["content-encoding"];
-        body = upstreamResponse.pipe(scrub.transform);
-        upstreamResponse.on("error", (error) => scrub.transform.destroy(error));
-      }
-      for (const name of Object.keys(headers)) if (HOP_BY_HOP.has(name)) delete headers[name];
-      response.writeHead(upstreamResponse.statusCode ?? 502, headers);
-      pump(body, response, (error) => {
-        finish({ status: upstreamResponse.statusCode, ...(error ? { error: error.message } : {}) });
-      });
+      const respond = (whole: boolean) => {
+        if (whole) this.#respondWhole(upstreamResponse, response, described, secrets, finish);
+        else this.#respondStreaming(upstreamResponse, response, secrets, finish);
+      };
+      if (secrets.length === 0 || !identityEncoded(upstreamResponse)) return respond(false);
+      const announced = announcedLength(upstreamResponse);
+      if (announced !== undefined) return respond(announced <= WHOLE_BODY_LIMIT);
+      // No length announced (chunked): a body that came with its headers is still sent whole, once
+      // this read is parsed; one still arriving (a stream of events) starts flowing right after.
+      upstreamResponse.on("error", () => {});
+      setImmediate(() =>
+        respond(upstreamResponse.complete && upstreamResponse.readableLength <= WHOLE_BODY_LIMIT),
+      );
     });
     upstream.on("error", (error) => {
       if (!response.headersSent) {
@@ -403,6 +393,39 @@ export class ProxyServer {
       request.resume();
       upstream.end();
     } else pump(requestBody, upstream, () => {});
+  }
+
+  /** Streams a response to the child, through the scrubber (decoding it first) when it carries secrets. */
+  #respondStreaming(
+    upstreamResponse: http.IncomingMessage,
+    response: http.ServerResponse,
+    secrets: readonly string[],
+    finish: (outcome: Omit<Outcome, "durationMs">) => void,
+  ): void {
+    let headers = upstreamResponse.headers as http.OutgoingHttpHeaders;
+    let body: Readable | Duplex = upstreamResponse;
+    if (secrets.length > 0) {
+      const scrub = scrubbedBody(upstreamResponse.headers["content-encoding"], secrets);
+      if (!scrub.scrubbed) {
+        // A body svc cannot decode could echo the secret unseen: refuse it rather than pass it on.
+        upstreamResponse.resume();
+        const message = `svc proxy cannot inspect a response encoded as "${upstreamResponse.headers["content-encoding"]}"`;
+        writeProxyError(response, { status: 502, code: "UnreadableResponseEncoding", message });
+        finish({ status: 502, error: message });
+        return;
+      }
+      headers = scrubHeaders(upstreamResponse.headers, secrets) as http.OutgoingHttpHeaders;
+      // A scrubbed body may change length, and a decoded one is sent as identity.
+      delete headers["content-length"];
+      if (scrub.contentEncoding === undefined) delete headers["content-encoding"];
+      body = upstreamResponse.pipe(scrub.transform);
+      upstreamResponse.on("error", (error) => scrub.transform.destroy(error));
+    }
+    for (const name of Object.keys(headers)) if (HOP_BY_HOP.has(name)) delete headers[name];
+    response.writeHead(upstreamResponse.statusCode ?? 502, headers);
+    pump(body, response, (error) => {
+      finish({ status: upstreamResponse.statusCode, ...(error ? { error: error.message } : {}) });
+    });
   }
 
   /**

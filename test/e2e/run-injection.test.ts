@@ -211,28 +211,32 @@ describe("svc run: injection, placeholders, scrubbing, tunnelling, audit", () =>
     for (const request of seen) expect(request.headers.authorization).toBe(`Bearer ${CANARY}`);
   });
 
-  it("a small scrubbed answer keeps an exact Content-Length; a HEAD answer has no body; a truncated one is a 502", async () => {
+  it("a small scrubbed answer, announced or chunked, gets an exact Content-Length; a HEAD answer has no body; a truncated one is a 502", async () => {
     const tag = hex(4);
     const script = [
       `curl -sS -D - "https://api.openai.com/echo?t=${tag}"`,
+      `curl -sS -D - "https://api.openai.com/status/200?t=${tag}"`,
       `curl -sS -I "https://api.openai.com/echo?t=${tag}"`,
       `curl -sS -D - "https://api.openai.com/truncated?t=${tag}"`,
     ].join(" && echo '<next>' && ");
     const result = expectOk(await run(["--", "sh", "-c", script]));
-    const [get, head, truncated] = result.stdout.split("<next>\n");
+    const [get, chunked, head, truncated] = result.stdout.split("<next>\n");
     // curl -D prints the proxy's CONNECT answer first; the body comes after the last blank line.
     const body = get!.split(/\r?\n\r?\n/).at(-1)!;
     expect(JSON.parse(body).headers.authorization).toBe(PLACEHOLDER);
     // The placeholder is longer than the key: the length is the scrubbed body's, and not chunked.
     expect(get).toMatch(new RegExp(`^content-length: ${Buffer.byteLength(body)}\\r?$`, "mi"));
     expect(get).not.toMatch(/^transfer-encoding:/im);
+    // The upstream sent an empty chunked body; it had arrived whole with the headers.
+    expect(chunked).toMatch(/^content-length: 0\r?$/im);
+    expect(chunked).not.toMatch(/^transfer-encoding:/im);
     expect(head).toMatch(/^HTTP\/1\.1 200 OK/m);
     expect(head).not.toMatch(/^content-length:/im);
     // The upstream promised 100 bytes and sent 10: the child gets svc's error, not a cut body.
     expect(truncated).toMatch(/^HTTP\/1\.1 502/m);
     expect(truncated).toMatch(/svc_proxy/);
     expect(truncated).not.toContain("0123456789");
-    expect(seenWith(tag).map((request) => request.method)).toEqual(["GET", "HEAD", "GET"]);
+    expect(seenWith(tag).map((request) => request.method)).toEqual(["GET", "GET", "HEAD", "GET"]);
   });
 
   it("an unmatched host is tunnelled: the child sees the upstream's own certificate and no credential", async () => {
