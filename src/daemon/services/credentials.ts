@@ -57,6 +57,8 @@ export class CredentialService {
   readonly #endpoints: OAuthEndpointResolver;
   readonly #now: () => Date;
   readonly #tables = new Map<string, RouteTable>();
+  /** The providers whose endpoints only their issuer's metadata names, for a registry version. */
+  #discoverable: { version: number; providers: Provider[] } | undefined;
 
   constructor(
     registry: ProviderRegistry,
@@ -259,10 +261,9 @@ export class CredentialService {
    * the table knows them. Unreachable metadata refuses the request rather than guess.
    */
   async #discoverIssuerOf(index: Map<string, ProviderConnections>, url: URL): Promise<void> {
-    for (const provider of this.#registry.list()) {
+    for (const provider of this.#discoverableProviders()) {
       const issuer = provider.oauth?.issuer;
-      // A definition that names its token endpoint has its endpoints protected already.
-      if (!issuer || provider.oauth?.token_url || !index.has(provider.name)) continue;
+      if (!issuer || !index.has(provider.name)) continue;
       for (const base of [...(index.get(provider.name)?.baseUrls ?? []), undefined]) {
         const resolved = expandBaseUrl(issuer, base ?? provider.oauth?.base_url);
         if (!resolved || new URL(resolved).origin !== url.origin) continue;
@@ -275,6 +276,17 @@ export class CredentialService {
         }
       }
     }
+  }
+
+  /** Providers with an issuer and no token endpoint of their own, listed once per registry version. */
+  #discoverableProviders(): Provider[] {
+    const version = this.#registry.version;
+    if (this.#discoverable?.version !== version) {
+      // A definition that names its token endpoint has its endpoints protected already.
+      const providers = this.#registry.list().filter((p) => p.oauth?.issuer && !p.oauth.token_url);
+      this.#discoverable = { version, providers };
+    }
+    return this.#discoverable.providers;
   }
 
   /** The discovered endpoints on a provider's issuer origin (for the proxy's route list). */
