@@ -22,11 +22,28 @@ const PLACEHOLDER_BYTES = Buffer.from(PLACEHOLDER);
 /** Shorter values would match ordinary bytes too often to be worth replacing. */
 const MIN_SECRET_LENGTH = 8;
 
+interface Searchable {
+  strings: string[];
+  bytes: Buffer[];
+}
+
+/**
+ * One request's list of secrets, prepared once for its headers and its body (the same array is
+ * passed to both); held only as long as the request holds the array.
+ */
+const prepared = new WeakMap<readonly string[], Searchable>();
+
 /** The secrets worth searching, distinct, longest first: at one position the longest one wins. */
-function searchable(secrets: readonly string[]): string[] {
-  return [...new Set(secrets)]
-    .filter((secret) => secret.length >= MIN_SECRET_LENGTH)
-    .sort((a, b) => Buffer.byteLength(b) - Buffer.byteLength(a));
+function searchable(secrets: readonly string[]): Searchable {
+  let entry = prepared.get(secrets);
+  if (!entry) {
+    const strings = [...new Set(secrets)]
+      .filter((secret) => secret.length >= MIN_SECRET_LENGTH)
+      .sort((a, b) => Buffer.byteLength(b) - Buffer.byteLength(a));
+    entry = { strings, bytes: strings.map((secret) => Buffer.from(secret)) };
+    prepared.set(secrets, entry);
+  }
+  return entry;
 }
 
 type HeaderValues = Record<string, string | string[] | undefined>;
@@ -36,7 +53,7 @@ export function scrubHeaders<H extends http.IncomingHttpHeaders | HeaderValues>(
   headers: H,
   secrets: readonly string[],
 ): H {
-  const usable = searchable(secrets);
+  const usable = searchable(secrets).strings;
   let pattern: RegExp | undefined;
   const scrub = (value: string) => {
     // Almost no response echoes a secret: the pattern is compiled only for one that does.
@@ -58,7 +75,7 @@ export function scrubHeaders<H extends http.IncomingHttpHeaders | HeaderValues>(
  * then longest, as SecretScrubber), or `data` itself when none occurs: for whole messages in memory.
  */
 export function bufferScrubber(secrets: readonly string[]): (data: Buffer) => Buffer {
-  const usable = searchable(secrets).map((secret) => Buffer.from(secret));
+  const usable = searchable(secrets).bytes;
   if (usable.length === 0) return (data) => data;
   let pattern: RegExp | undefined;
   return (data) => {
@@ -86,7 +103,7 @@ export class SecretScrubber extends Transform {
 
   constructor(secrets: readonly string[], options?: TransformOptions) {
     super(options);
-    this.#secrets = searchable(secrets).map((secret) => Buffer.from(secret));
+    this.#secrets = searchable(secrets).bytes;
   }
 
   override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
