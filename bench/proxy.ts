@@ -192,6 +192,15 @@ function ceilingRps(result: LoadResult): number {
   return harness > 0 ? (os.cpus().length * 1e6) / harness : Number.POSITIVE_INFINITY;
 }
 
+/**
+ * How many times more CPU per request mitmdump's process spends than svc's proxy and daemon
+ * together: how much lighter svc's path is, whatever the rest of the machine does.
+ */
+function lighter(svc: LoadResult, mitmdump: LoadResult): number {
+  const own = (svc.cpu_us_per_request?.proxy ?? 0) + (svc.cpu_us_per_request?.daemon ?? 0);
+  return Math.round(((mitmdump.cpu_us_per_request?.proxy ?? 0) / Math.max(own, 1)) * 10) / 10;
+}
+
 /** Writes bench/results/proxy.json from a run at concurrency 1 and 32, and prints the ratios. */
 function record(
   results: Record<string, Record<string, LoadResult>>,
@@ -207,6 +216,7 @@ function record(
           // The most svc could reach on this machine if its proxy and daemon cost no CPU at all: the
           // load generator and the upstream's CPU per request alone, spread over every core.
           c32_ceiling_over_mitmdump_rps: Math.round((ceilingRps(c32.svc!) / c32.mitmdump.rps) * 10) / 10,
+          c32_mitmdump_cpu_over_svc_cpu: lighter(c32.svc!, c32.mitmdump),
         }
       : {}),
     ...(c1.mitmdump
@@ -218,6 +228,7 @@ function record(
               ((c1.svc!.p50_ms - c1.direct!.p50_ms) / (c1.mitmdump.p50_ms - c1.direct!.p50_ms)) * 100,
             ) / 100,
           c1_svc_over_mitmdump_rps: Math.round((c1.svc!.rps / c1.mitmdump.rps) * 10) / 10,
+          c1_mitmdump_cpu_over_svc_cpu: lighter(c1.svc!, c1.mitmdump),
         }
       : {}),
   };
