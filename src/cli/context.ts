@@ -82,6 +82,8 @@ export class CliContext {
     return clientFor(this.layout, this.io.env, identity, {
       baseUrl,
       trace: (event) => this.log.debug("daemon request", event),
+      // A command sends a few requests and exits; `svc run`'s proxy asks for keep-alive itself.
+      keepAlive: false,
       // A request refused because the identity is not claimed yet waits for its claim link (the
       // claim code, with its browser and progress helpers, loads only then).
       claim: async () => (await import("./claim.ts")).claimOnRefusal(this, identity, baseUrl)(),
