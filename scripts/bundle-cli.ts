@@ -6,7 +6,8 @@
  *
  * Packages stay in node_modules, imported as they are, except the small ones every command loads
  * (BUNDLED_PACKAGES). The library (dist/client/) stays tsc's output, which the bundle never
- * imports, so the CLI never meets two copies of a class.
+ * imports, so the CLI never meets two copies of a class. tsc's modules of dist/cli/ stay beside
+ * the chunks (their names never clash: chunks start with `chunk-`), unused by `svc`.
  */
 import { posix, relative, sep } from "node:path";
 import { rolldown } from "rolldown";
@@ -102,9 +103,9 @@ export async function bundleCli(root: string): Promise<void> {
       !id.startsWith(".") && !id.startsWith("/") && !id.startsWith("\0") && !isBundledPackage(id),
     plugins: [svcSources(srcDir, outDir)],
     onLog(level, log, handler) {
-      // bin.ts imports a checkout's src/cli/main.ts by a computed URL, which is meant to stay so;
-      // the transforms above keep every line where it was, so the source maps stay right to the line.
-      if (log.code === "UNRESOLVED_IMPORT" || log.code === "SOURCEMAP_BROKEN") return;
+      // The transforms above return no source maps, but they keep every line where it was, so the
+      // bundle's maps stay right to the line.
+      if (log.code === "SOURCEMAP_BROKEN") return;
       handler(level, log);
     },
   });
