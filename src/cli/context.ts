@@ -68,20 +68,37 @@ export class CliContext {
 
   /** A client signing as the active identity, with the local daemon started when needed. */
   daemon(): Promise<DaemonClient> {
-    this.#client ??= this.daemonAs(this.identity());
+    this.#client ??= this.daemonAs(() => this.identity());
     return this.#client;
   }
 
-  /** A client signing as `identity`, with the local daemon started when needed; requests are traced. */
-  async daemonAs(identity: LocalIdentity): Promise<DaemonClient> {
+  /**
+   * A client signing as `identity`, with the local daemon started when needed; requests are
+   * traced. Given a loader, it loads the identity while the daemon answers the health probe:
+   * reading the key (node:crypto with it) takes about as long as that round trip.
+   */
+  async daemonAs(signer: LocalIdentity | (() => LocalIdentity)): Promise<DaemonClient> {
     const baseUrl = this.baseUrl;
     this.log.debug("connecting", { base_url: baseUrl });
-    this.health = await ensureDaemon(this.layout, baseUrl, this.io.env, {
+    const ready = ensureDaemon(this.layout, baseUrl, this.io.env, {
       explicit: Boolean(this.io.env.SVC_BASE_URL),
     });
+    let identity: LocalIdentity;
+    if (typeof signer === "function") {
+      // Awaited below; this only keeps a failed load from leaving the probe's failure unhandled.
+      ready.catch(() => {});
+      // One turn of the event loop connects and sends the probe before the load takes the thread.
+      await new Promise((resolve) => setImmediate(resolve));
+      identity = signer();
+    } else {
+      identity = signer;
+    }
+    this.health = await ready;
     return clientFor(this.layout, this.io.env, identity, {
       baseUrl,
       trace: (event) => this.log.debug("daemon request", event),
+      // A command sends a few requests and exits; `svc run`'s proxy asks for keep-alive itself.
+      keepAlive: false,
       // A request refused because the identity is not claimed yet waits for its claim link (the
       // claim code, with its browser and progress helpers, loads only then).
       claim: async () => (await import("./claim.ts")).claimOnRefusal(this, identity, baseUrl)(),

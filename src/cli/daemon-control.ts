@@ -1,10 +1,10 @@
-import { spawn } from "node:child_process";
 import { closeSync, openSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Health } from "../api/health.ts";
 import { isLoopbackUrl } from "../client/base-url.ts";
 import { DaemonClient } from "../client/daemon-client.ts";
+import { monotonicMs } from "../core/clock.ts";
 import { type DaemonState, readDaemonState } from "../core/daemon-state.ts";
 import { DaemonUnavailableError, SvcError } from "../core/errors.ts";
 import { withFileLock } from "../core/file-lock.ts";
@@ -51,9 +51,9 @@ async function probe(
   baseUrl: string,
   timeoutMs: number,
 ): Promise<{ health: Health } | { refused: true } | { strange: string; silent?: true }> {
-  const started = performance.now();
+  const started = monotonicMs();
   try {
-    const body = await new DaemonClient({ baseUrl }).get<Partial<Health>>("/api/health", {
+    const body = await new DaemonClient({ baseUrl, keepAlive: false }).get<Partial<Health>>("/api/health", {
       auth: "none",
       timeoutMs,
     });
@@ -63,7 +63,7 @@ async function probe(
     const code = ((error as Error).cause as NodeJS.ErrnoException | undefined)?.code;
     if (error instanceof DaemonUnavailableError && (code === "ECONNREFUSED" || code === "ENOTFOUND"))
       return { refused: true };
-    const silent = code === undefined && performance.now() - started >= timeoutMs;
+    const silent = code === undefined && monotonicMs() - started >= timeoutMs;
     return { strange: error instanceof Error ? error.message : String(error), ...(silent ? { silent } : {}) };
   }
 }
@@ -176,6 +176,8 @@ export async function startDetached(
 ): Promise<DaemonStatus> {
   const { host, port } = hostAndPort(baseUrl);
   ensurePrivateDir(layout.serverLogs);
+  // Loaded here: node:child_process costs every other command about 3 ms.
+  const { spawn } = await import("node:child_process");
   const log = openSync(layout.daemonLog, "a", 0o600);
   const child = spawn(process.execPath, [BIN, "daemon", "serve", "--host", host, "--port", port], {
     detached: true,

@@ -1,5 +1,6 @@
 import type { KeyObject } from "node:crypto";
 import { createRequire } from "node:module";
+import { monotonicMs } from "../core/clock.ts";
 import {
   AuthenticationFailedError,
   DaemonUnavailableError,
@@ -9,6 +10,7 @@ import {
   UnexpectedError,
 } from "../core/errors.ts";
 import { signPopToken } from "../identity/pop-sign.ts";
+import { plainHttpExchange } from "./plain-http.ts";
 
 export interface ClientIdentity {
   handle: string;
@@ -34,6 +36,12 @@ export interface DaemonClientOptions {
   timeoutMs?: number;
   /** Called after every exchange with metadata only (never headers or bodies): for debug logs. */
   trace?: (event: { method: string; path: string; status: number; ms: number }) => void;
+  /**
+   * `true` (the default): connections stay open for the next request, as a long-lived process
+   * wants (the proxy). `false`: each request to a plain-http daemon opens its own connection over
+   * node:net (plain-http.ts), which spares a short-lived process (a CLI command) loading node:http.
+   */
+  keepAlive?: boolean;
 }
 
 export interface RequestOptions {
@@ -46,13 +54,27 @@ export interface RequestOptions {
 }
 
 // require(), not import: Node's ESM view of node:http reads every export once, and one of them is a
-// lazy getter that loads undici (fetch, WebSocket), about 60 ms of every CLI start-up.
+// lazy getter that loads undici (fetch, WebSocket), about 60 ms of every CLI start-up. Each loads on
+// its first use: a CLI command with a plain-http daemon needs neither (plain-http.ts), and TLS alone
+// costs about 15 ms.
 const require = createRequire(import.meta.url);
-const http: typeof import("node:http") = require("node:http");
-const https: typeof import("node:https") = require("node:https");
 
-const keepAliveHttp = new http.Agent({ keepAlive: true, maxSockets: 64 });
-const keepAliveHttps = new https.Agent({ keepAlive: true, maxSockets: 64 });
+interface Transport {
+  request: typeof import("node:http").request;
+  agent: import("node:http").Agent;
+}
+
+const transports = new Map<string, Transport>();
+
+function transportFor(protocol: string): Transport {
+  let transport = transports.get(protocol);
+  if (!transport) {
+    const module: typeof import("node:http") = require(protocol === "https:" ? "node:https" : "node:http");
+    transport = { request: module.request, agent: new module.Agent({ keepAlive: true, maxSockets: 64 }) };
+    transports.set(protocol, transport);
+  }
+  return transport;
+}
 
 /**
  * The typed HTTP client of the daemon, shared by the CLI and the proxy. Signs every protected
@@ -67,6 +89,7 @@ export class DaemonClient {
   readonly #timeoutMs: number;
   readonly #url: URL;
   readonly #trace: DaemonClientOptions["trace"] | undefined;
+  readonly #options: DaemonClientOptions;
   /** The registration under way: parallel requests refused as unauthenticated all wait for it. */
   #registering: Promise<void> | undefined;
 
@@ -78,6 +101,12 @@ export class DaemonClient {
     this.#timeoutMs = options.timeoutMs ?? 30_000;
     this.#url = new URL(this.baseUrl);
     this.#trace = options.trace;
+    this.#options = options;
+  }
+
+  /** This client with connections kept alive, for a process that goes on sending (the proxy of `svc run`). */
+  withKeepAlive(): DaemonClient {
+    return this.#options.keepAlive === false ? new DaemonClient({ ...this.#options, keepAlive: true }) : this;
   }
 
   async request<T>(method: string, path: string, options: RequestOptions = {}): Promise<T> {
@@ -144,7 +173,7 @@ export class DaemonClient {
       headers.authorization = `PoP ${signPopToken({ ...this.identity, method, pathAndQuery, ...(body ? { body } : {}) })}`;
     };
     if (signed) sign();
-    const started = performance.now();
+    const started = monotonicMs();
     let { status, text, retryAfter } = await this.#exchange(
       method,
       pathAndQuery,
@@ -166,7 +195,7 @@ export class DaemonClient {
       ));
     }
     if (options.trace !== false) {
-      this.#trace?.({ method, path: pathAndQuery, status, ms: Math.round(performance.now() - started) });
+      this.#trace?.({ method, path: pathAndQuery, status, ms: Math.round(monotonicMs() - started) });
     }
     let parsed: unknown;
     try {
@@ -188,16 +217,39 @@ export class DaemonClient {
     timeoutMs = this.#timeoutMs,
   ): Promise<{ status: number; text: string; retryAfter: string | undefined }> {
     const secure = this.#url.protocol === "https:";
+    const hostname = this.#url.hostname.replace(/^\[|\]$/g, "");
+    const port = Number(this.#url.port || (secure ? 443 : 80));
+    if (!secure && this.#options.keepAlive === false) {
+      return plainHttpExchange({
+        hostname,
+        port,
+        host: this.#url.host,
+        method,
+        path: pathAndQuery,
+        headers,
+        body,
+        timeoutMs,
+      })
+        .then((response) => ({
+          status: response.status,
+          text: response.body.toString("utf8"),
+          retryAfter: response.headers["retry-after"],
+        }))
+        .catch((error: Error) => {
+          throw this.#unavailable(error);
+        });
+    }
+    const transport = transportFor(this.#url.protocol);
     return new Promise((resolve, reject) => {
-      const request = (secure ? https : http).request(
+      const request = transport.request(
         {
           protocol: this.#url.protocol,
-          hostname: this.#url.hostname.replace(/^\[|\]$/g, ""),
-          port: this.#url.port || (secure ? 443 : 80),
+          hostname,
+          port,
           method,
           path: pathAndQuery,
           headers,
-          agent: secure ? keepAliveHttps : keepAliveHttp,
+          agent: transport.agent,
           timeout: timeoutMs,
         },
         (response) => {

@@ -61,6 +61,7 @@ export interface ClientForOptions {
   timeoutMs?: number;
   trace?: DaemonClientOptions["trace"];
   claim?: DaemonClientOptions["claim"];
+  keepAlive?: DaemonClientOptions["keepAlive"];
 }
 
 /** A client for the configured daemon, signing as `identity`, that registers it when needed. */
@@ -75,6 +76,7 @@ export function clientFor(
     identity,
     ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
     ...(options.trace ? { trace: options.trace } : {}),
+    ...(options.keepAlive === undefined ? {} : { keepAlive: options.keepAlive }),
   };
   // Registration goes through a client without the hook: its own refusal must not register again.
   const registrar = new DaemonClient(base);

@@ -17,7 +17,7 @@ import {
 } from "node:fs";
 import { tmpdir } from "node:os";
 import { delimiter, dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freePort } from "../support/cli.ts";
 import { installedOnce, nodeOfLine } from "../support/node-lines.ts";
@@ -146,6 +146,35 @@ describe.each([22, 24])("installed, on Node %i", (major) => {
   const svc = (args: string[], extra: { env?: NodeJS.ProcessEnv; input?: string } = {}) =>
     run("svc", args, { env: { ...env, ...extra.env }, input: extra.input ?? "", cwd: work });
 
+  /** The files and builtins `svc <args>` loads, through a module hook (Node 22.15 and later). */
+  async function loadedBy(args: string[]): Promise<Result & { files: string[]; builtins: string[] }> {
+    const hook = join(work, "loaded-hook.mjs");
+    writeFileSync(
+      hook,
+      `import { registerHooks } from "node:module";
+const files = [];
+registerHooks({ load(url, context, next) { if (url.startsWith("file:")) files.push(url); return next(url, context); } });
+process.on("exit", () => process.stderr.write("\\nLOADED " + JSON.stringify({ files, builtins: process.moduleLoadList }) + "\\n"));
+`,
+    );
+    const result = await run(
+      node,
+      ["--import", pathToFileURL(hook).href, join(packageDir, "dist", "cli", "bin.js"), ...args],
+      {
+        env,
+        cwd: work,
+      },
+    );
+    const line = result.stderr.split("\n").find((text) => text.startsWith("LOADED "));
+    if (!line) throw new Error(`no module list from svc ${args.join(" ")}: ${result.stderr}`);
+    const loaded = JSON.parse(line.slice("LOADED ".length)) as { files: string[]; builtins: string[] };
+    return {
+      ...result,
+      files: loaded.files.filter((file) => file !== pathToFileURL(hook).href),
+      builtins: loaded.builtins,
+    };
+  }
+
   it("runs this Node", async () => {
     expect((await run("node", ["--version"], { env })).stdout).toMatch(new RegExp(`^v${major}\\.`));
   });
@@ -162,6 +191,15 @@ describe.each([22, 24])("installed, on Node %i", (major) => {
       daemon_url: `http://127.0.0.1:${port}`,
       principal_role: "admin",
     });
+
+    // The start-up budget (docs/performance.md): whoami loads the bundle's own files alone (no
+    // package, none of tsc's modules) and none of the builtins that cost a CLI 5-55 ms each.
+    const loaded = await loadedBy(["whoami", "--json"]);
+    expect(loaded.code, loaded.stderr).toBe(0);
+    for (const file of loaded.files) expect(file).toMatch(new RegExp(`/${NAME}/dist/cli/[^/]+\\.js$`));
+    for (const builtin of ["http", "https", "tls", "internal/fs/promises", "perf_hooks"]) {
+      expect(loaded.builtins).not.toContain(`NativeModule ${builtin}`);
+    }
 
     const login = await svc(["login", "openai"], { input: `${key}\n` });
     expect(login.code, login.stderr).toBe(0);

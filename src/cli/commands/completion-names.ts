@@ -30,6 +30,7 @@ export async function completionNames(
     baseUrl: resolveBaseUrl(env, readClientConfig(layout.clientConfig)),
     identity,
     timeoutMs: TIMEOUT_MS,
+    keepAlive: false,
   });
   try {
     if (kind === "providers") return (await listProviders(client)).map((entry) => entry.name);

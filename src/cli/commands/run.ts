@@ -90,7 +90,8 @@ export async function runRun(context: CliContext, argv: string[], options: RunOp
   const [command, ...args] = argv;
   if (!command) throw new InvalidInputError("name the command to run: svc run -- <command> [args...]");
   const overrides = connectionOverrides(options.connection ?? []);
-  const client = await runClient(context, options);
+  // The proxy goes on asking the daemon for as long as the child runs.
+  const client = (await runClient(context, options)).withKeepAlive();
   const session = await startProxySession({
     client,
     proxyDir: context.layout.proxy,
