@@ -196,17 +196,22 @@ const DECODERS = new Map<string, Decoder>([
   ["br", () => zlib.createBrotliDecompress()],
 ]);
 
+/** Whether a body with this Content-Encoding is its bytes as they are (none, or `identity`). */
+export function isIdentityEncoding(contentEncoding: string | undefined): boolean {
+  const encoding = contentEncoding?.trim().toLowerCase() ?? "";
+  return encoding === "" || encoding === "identity";
+}
+
 /**
  * The body transform for a response with this Content-Encoding. A compressed body is decoded and
  * not re-encoded: the caller sends identity bytes and drops Content-Encoding and Content-Length.
  * Corrupt or truncated compressed data makes `transform` emit an error.
  */
 export function scrubbedBody(contentEncoding: string | undefined, secrets: readonly string[]): ScrubbedBody {
-  const encoding = contentEncoding?.trim().toLowerCase() ?? "";
-  if (encoding === "" || encoding === "identity") {
+  if (isIdentityEncoding(contentEncoding)) {
     return { transform: new SecretScrubber(secrets), contentEncoding: undefined, scrubbed: true };
   }
-  const open = DECODERS.get(encoding);
+  const open = DECODERS.get(contentEncoding?.trim().toLowerCase() ?? "");
   if (!open) return { transform: new PassThrough(), contentEncoding, scrubbed: false };
   return { transform: decodedAndScrubbed(open, secrets), contentEncoding: undefined, scrubbed: true };
 }

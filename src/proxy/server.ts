@@ -14,7 +14,7 @@ import { PROXY_AUTHENTICATE, type ProxyCredential } from "./proxy-credential.ts"
 import { type ProxyFailure, rawProxyError, upstreamFailure, writeProxyError } from "./proxy-errors.ts";
 import { pump } from "./pump.ts";
 import { parseAuthority, pinRequestTarget } from "./request-target.ts";
-import { bufferScrubber, scrubbedBody, scrubHeaders } from "./scrub.ts";
+import { bufferScrubber, isIdentityEncoding, scrubbedBody, scrubHeaders } from "./scrub.ts";
 import { UpgradeResponseScrubber } from "./upgrade-scrub.ts";
 
 export interface Target {
@@ -111,16 +111,21 @@ const SCRUBBABLE_ENCODINGS = "gzip, deflate, br";
  */
 const WHOLE_BODY_LIMIT = 64 * 1024;
 
-/** Whether a response's body is sent as is (no Content-Encoding to decode first). */
-function identityEncoded(response: http.IncomingMessage): boolean {
-  const encoding = response.headers["content-encoding"]?.trim().toLowerCase();
-  return encoding === undefined || encoding === "" || encoding === "identity";
-}
-
 /** The Content-Length a response announced, if any. */
 function announcedLength(response: http.IncomingMessage): number | undefined {
   const length = response.headers["content-length"];
   return length !== undefined && /^\d{1,15}$/.test(length) ? Number(length) : undefined;
+}
+
+/** The headers of an upstream answer as the child gets them: secrets scrubbed, hop-by-hop ones dropped. */
+function headersForChild(
+  upstreamResponse: http.IncomingMessage,
+  secrets: readonly string[],
+): http.OutgoingHttpHeaders {
+  const headers: http.OutgoingHttpHeaders =
+    secrets.length > 0 ? scrubHeaders(upstreamResponse.headers, secrets) : { ...upstreamResponse.headers };
+  for (const name of Object.keys(headers)) if (HOP_BY_HOP.has(name)) delete headers[name];
+  return headers;
 }
 
 /** A request with no body to forward (no length, or zero, and not chunked). */
@@ -369,11 +374,14 @@ export class ProxyServer {
         if (whole) this.#respondWhole(upstreamResponse, response, described, secrets, finish);
         else this.#respondStreaming(upstreamResponse, response, secrets, finish);
       };
-      if (secrets.length === 0 || !identityEncoded(upstreamResponse)) return respond(false);
+      if (secrets.length === 0 || !isIdentityEncoding(upstreamResponse.headers["content-encoding"])) {
+        return respond(false);
+      }
       const announced = announcedLength(upstreamResponse);
       if (announced !== undefined) return respond(announced <= WHOLE_BODY_LIMIT);
       // No length announced (chunked): a body that came with its headers is still sent whole, once
       // this read is parsed; one still arriving (a stream of events) starts flowing right after.
+      // Until then nothing listens: an error meanwhile is left for the path chosen to report.
       upstreamResponse.on("error", () => {});
       setImmediate(() =>
         respond(upstreamResponse.complete && upstreamResponse.readableLength <= WHOLE_BODY_LIMIT),
@@ -402,7 +410,7 @@ export class ProxyServer {
     secrets: readonly string[],
     finish: (outcome: Omit<Outcome, "durationMs">) => void,
   ): void {
-    let headers = upstreamResponse.headers as http.OutgoingHttpHeaders;
+    const headers = headersForChild(upstreamResponse, secrets);
     let body: Readable | Duplex = upstreamResponse;
     if (secrets.length > 0) {
       const scrub = scrubbedBody(upstreamResponse.headers["content-encoding"], secrets);
@@ -414,14 +422,12 @@ export class ProxyServer {
         finish({ status: 502, error: message });
         return;
       }
-      headers = scrubHeaders(upstreamResponse.headers, secrets) as http.OutgoingHttpHeaders;
       // A scrubbed body may change length, and a decoded one is sent as identity.
       delete headers["content-length"];
       if (scrub.contentEncoding === undefined) delete headers["content-encoding"];
       body = upstreamResponse.pipe(scrub.transform);
       upstreamResponse.on("error", (error) => scrub.transform.destroy(error));
     }
-    for (const name of Object.keys(headers)) if (HOP_BY_HOP.has(name)) delete headers[name];
     response.writeHead(upstreamResponse.statusCode ?? 502, headers);
     pump(body, response, (error) => {
       finish({ status: upstreamResponse.statusCode, ...(error ? { error: error.message } : {}) });
@@ -443,16 +449,14 @@ export class ProxyServer {
     const chunks: Buffer[] = [];
     upstreamResponse.on("data", (chunk: Buffer) => chunks.push(chunk));
     finished(upstreamResponse, (error) => {
+      // Nothing has gone to the child yet: a cut or failed answer becomes svc's 502.
       if (error) {
-        if (!response.headersSent)
-          writeProxyError(response, upstreamFailure(described.host, described.port, error));
-        else response.destroy(error);
+        writeProxyError(response, upstreamFailure(described.host, described.port, error));
         finish({ status: 502, error: error.message });
         return;
       }
       const body = bufferScrubber(secrets)(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks));
-      const headers = scrubHeaders(upstreamResponse.headers, secrets) as http.OutgoingHttpHeaders;
-      for (const name of Object.keys(headers)) if (HOP_BY_HOP.has(name)) delete headers[name];
+      const headers = headersForChild(upstreamResponse, secrets);
       // A HEAD (or 204, 304) answer announces a length it does not carry, which scrubbing may change.
       if (described.method === "HEAD" || status === 204 || status === 304) delete headers["content-length"];
       else headers["content-length"] = String(body.length);
@@ -551,8 +555,7 @@ export class ProxyServer {
       headers: forwardableHeaders(request.headers),
     });
     upstream.on("response", (upstreamResponse) => {
-      const headers = { ...upstreamResponse.headers };
-      for (const name of Object.keys(headers)) if (HOP_BY_HOP.has(name)) delete headers[name];
+      const headers = headersForChild(upstreamResponse, []);
       response.writeHead(upstreamResponse.statusCode ?? 502, headers);
       pump(upstreamResponse, response, () => {});
     });
