@@ -9,6 +9,7 @@ import https from "node:https";
 import net from "node:net";
 import { type Duplex, finished, type Readable } from "node:stream";
 import tls from "node:tls";
+import { monotonicMs } from "../core/clock.ts";
 import { hashBodyUpTo, noBody } from "./body-buffer.ts";
 import { PROXY_AUTHENTICATE, type ProxyCredential } from "./proxy-credential.ts";
 import { type ProxyFailure, rawProxyError, upstreamFailure, writeProxyError } from "./proxy-errors.ts";
@@ -302,7 +303,7 @@ export class ProxyServer {
     body: Readable;
     finish: (outcome: Omit<Outcome, "durationMs">) => void;
   }> {
-    const started = performance.now();
+    const started = monotonicMs();
     const { described, misdirected } = this.#describe(request);
     let plan: SettledPlan;
     let body: Readable = request;
@@ -330,7 +331,7 @@ export class ProxyServer {
     const finish = (outcome: Omit<Outcome, "durationMs">) => {
       if (reported) return;
       reported = true;
-      plan.done?.({ ...outcome, durationMs: Math.round(performance.now() - started) });
+      plan.done?.({ ...outcome, durationMs: Math.round(monotonicMs() - started) });
     };
     return { described, plan, body, finish };
   }
