@@ -5,18 +5,19 @@
  * credentials: the policy says what to intercept and which headers to set (mitmproxy's addon model).
  */
 import http from "node:http";
-import https from "node:https";
 import net from "node:net";
-import { type Duplex, finished, type Readable } from "node:stream";
+import type { Readable } from "node:stream";
 import tls from "node:tls";
+import type { Agent, Dispatcher } from "undici";
 import { monotonicMs } from "../core/clock.ts";
 import { hashBodyUpTo, noBody } from "./body-buffer.ts";
 import { PROXY_AUTHENTICATE, type ProxyCredential } from "./proxy-credential.ts";
 import { type ProxyFailure, rawProxyError, upstreamFailure, writeProxyError } from "./proxy-errors.ts";
 import { pump } from "./pump.ts";
 import { parseAuthority, pinRequestTarget } from "./request-target.ts";
-import { bufferScrubber, isIdentityEncoding, scrubbedBody, scrubHeaders } from "./scrub.ts";
+import { HOP_BY_HOP, headersForChild, ResponseRelay } from "./response-relay.ts";
 import { UpgradeResponseScrubber } from "./upgrade-scrub.ts";
+import { upstreamAgent } from "./upstream-agent.ts";
 
 export interface Target {
   host: string;
@@ -89,45 +90,8 @@ export interface ProxyServerOptions {
   connectTo?: (host: string, port: number) => Target;
 }
 
-/** Headers that describe one hop, not the message (RFC 9110 section 7.6.1), plus proxy credentials. */
-const HOP_BY_HOP = new Set([
-  "connection",
-  "proxy-connection",
-  "keep-alive",
-  "te",
-  "trailer",
-  "transfer-encoding",
-  "upgrade",
-  "proxy-authorization",
-  "proxy-authenticate",
-]);
-
 /** What a request carrying a secret may accept: encodings the scrubber can decode. */
 const SCRUBBABLE_ENCODINGS = "gzip, deflate, br";
-
-/**
- * An unencoded response body of at most this many bytes, announced with its length or arrived
- * with its headers, is scrubbed whole and sent with its exact Content-Length in one write (a
- * streamed one goes chunked).
- */
-const WHOLE_BODY_LIMIT = 64 * 1024;
-
-/** The Content-Length a response announced, if any. */
-function announcedLength(response: http.IncomingMessage): number | undefined {
-  const length = response.headers["content-length"];
-  return length !== undefined && /^\d{1,15}$/.test(length) ? Number(length) : undefined;
-}
-
-/** The headers of an upstream answer as the child gets them: secrets scrubbed, hop-by-hop ones dropped. */
-function headersForChild(
-  upstreamResponse: http.IncomingMessage,
-  secrets: readonly string[],
-): http.OutgoingHttpHeaders {
-  const headers: http.OutgoingHttpHeaders =
-    secrets.length > 0 ? scrubHeaders(upstreamResponse.headers, secrets) : { ...upstreamResponse.headers };
-  for (const name of Object.keys(headers)) if (HOP_BY_HOP.has(name)) delete headers[name];
-  return headers;
-}
 
 /** A request with no body to forward (no length, or zero, and not chunked). */
 function bodiless(request: http.IncomingMessage): boolean {
@@ -170,13 +134,15 @@ export class ProxyServer {
   readonly #inner: http.Server;
   readonly #targets = new WeakMap<net.Socket, Target>();
   readonly #sockets = new Set<net.Socket>();
-  readonly #agent = new https.Agent({ keepAlive: true, maxSockets: 256, maxFreeSockets: 64 });
+  /** Keep-alive connections to the upstreams of intercepted requests. */
+  readonly #upstream: Agent;
 
   constructor(options: ProxyServerOptions) {
     this.#policy = options.policy;
     this.#credential = options.credential;
     this.#certificates = options.certificates;
     this.#connectTo = options.connectTo ?? ((host, port) => ({ host, port }));
+    this.#upstream = upstreamAgent(this.#connectTo);
     this.#outer = http.createServer((request, response) => this.#plainHttp(request, response));
     this.#outer.on("connect", (request, socket, head) => {
       // The server stops watching a CONNECT's socket: a client resetting it must not crash svc run.
@@ -215,7 +181,7 @@ export class ProxyServer {
     const closed = new Promise<void>((resolve) => this.#outer.close(() => resolve()));
     for (const socket of this.#sockets) socket.destroy();
     this.#inner.close();
-    this.#agent.destroy();
+    await this.#upstream.destroy();
     await closed;
   }
 
@@ -354,117 +320,37 @@ export class ProxyServer {
       finish({ status: plan.failure.status });
       return;
     }
-    const upstream = https.request({
-      ...this.#upstreamAddress(described),
-      method: described.method,
-      path: described.path,
-      headers: forwardableHeaders(request.headers, {
-        setHeaders: {
-          ...(plan.secrets?.length && request.headers["accept-encoding"]
-            ? { "accept-encoding": SCRUBBABLE_ENCODINGS }
-            : {}),
-          ...plan.setHeaders,
-        },
-        ...(plan.removeHeaders ? { removeHeaders: plan.removeHeaders } : {}),
+    const headers = forwardableHeaders(request.headers, {
+      setHeaders: {
+        ...(plan.secrets?.length && request.headers["accept-encoding"]
+          ? { "accept-encoding": SCRUBBABLE_ENCODINGS }
+          : {}),
+        ...plan.setHeaders,
+      },
+      // The proxy's server has answered the child's 100-continue itself.
+      removeHeaders: ["expect", ...(plan.removeHeaders ?? [])],
+    });
+    // Nothing to stream for a request without a body: no piping, no listeners.
+    const body = requestBody === request && bodiless(request) ? null : requestBody;
+    if (body === null) request.resume();
+    const authority = net.isIPv6(described.host) ? `[${described.host}]` : described.host;
+    this.#upstream.dispatch(
+      {
+        origin: `https://${authority}:${described.port}`,
+        path: described.path,
+        method: described.method as Dispatcher.HttpMethod,
+        headers: headers as Record<string, string | string[]>,
+        body,
+      },
+      new ResponseRelay({
+        response,
+        method: described.method,
+        secrets: plan.secrets ?? [],
+        failure: (error) => upstreamFailure(described.host, described.port, error),
+        writeError: (failure) => writeProxyError(response, failure),
+        finish,
       }),
-      agent: this.#agent,
-    });
-    upstream.on("response", (upstreamResponse) => {
-      const secrets = plan.secrets ?? [];
-      const respond = (whole: boolean) => {
-        if (whole) this.#respondWhole(upstreamResponse, response, described, secrets, finish);
-        else this.#respondStreaming(upstreamResponse, response, secrets, finish);
-      };
-      if (secrets.length === 0 || !isIdentityEncoding(upstreamResponse.headers["content-encoding"])) {
-        return respond(false);
-      }
-      const announced = announcedLength(upstreamResponse);
-      if (announced !== undefined) return respond(announced <= WHOLE_BODY_LIMIT);
-      // No length announced (chunked): a body that came with its headers is still sent whole, once
-      // this read is parsed; one still arriving (a stream of events) starts flowing right after.
-      // Until then nothing listens: an error meanwhile is left for the path chosen to report.
-      upstreamResponse.on("error", () => {});
-      setImmediate(() =>
-        respond(upstreamResponse.complete && upstreamResponse.readableLength <= WHOLE_BODY_LIMIT),
-      );
-    });
-    upstream.on("error", (error) => {
-      if (!response.headersSent) {
-        writeProxyError(response, upstreamFailure(described.host, described.port, error));
-        finish({ status: 502, error: error.message });
-      } else {
-        response.destroy(error);
-        finish({ error: error.message });
-      }
-    });
-    if (requestBody === request && bodiless(request)) {
-      // Nothing to stream: spare the request the piping and its listeners.
-      request.resume();
-      upstream.end();
-    } else pump(requestBody, upstream, () => {});
-  }
-
-  /** Streams a response to the child, through the scrubber (decoding it first) when it carries secrets. */
-  #respondStreaming(
-    upstreamResponse: http.IncomingMessage,
-    response: http.ServerResponse,
-    secrets: readonly string[],
-    finish: (outcome: Omit<Outcome, "durationMs">) => void,
-  ): void {
-    const headers = headersForChild(upstreamResponse, secrets);
-    let body: Readable | Duplex = upstreamResponse;
-    if (secrets.length > 0) {
-      const scrub = scrubbedBody(upstreamResponse.headers["content-encoding"], secrets);
-      if (!scrub.scrubbed) {
-        // A body svc cannot decode could echo the secret unseen: refuse it rather than pass it on.
-        upstreamResponse.resume();
-        const message = `svc proxy cannot inspect a response encoded as "${upstreamResponse.headers["content-encoding"]}"`;
-        writeProxyError(response, { status: 502, code: "UnreadableResponseEncoding", message });
-        finish({ status: 502, error: message });
-        return;
-      }
-      // A scrubbed body may change length, and a decoded one is sent as identity.
-      delete headers["content-length"];
-      if (scrub.contentEncoding === undefined) delete headers["content-encoding"];
-      body = upstreamResponse.pipe(scrub.transform);
-      upstreamResponse.on("error", (error) => scrub.transform.destroy(error));
-    }
-    response.writeHead(upstreamResponse.statusCode ?? 502, headers);
-    pump(body, response, (error) => {
-      finish({ status: upstreamResponse.statusCode, ...(error ? { error: error.message } : {}) });
-    });
-  }
-
-  /**
-   * A small response of known length: read whole, scrubbed in memory, and sent with its exact
-   * Content-Length in one write, which also spares the child a chunked body.
-   */
-  #respondWhole(
-    upstreamResponse: http.IncomingMessage,
-    response: http.ServerResponse,
-    described: InterceptedRequest,
-    secrets: readonly string[],
-    finish: (outcome: Omit<Outcome, "durationMs">) => void,
-  ): void {
-    const status = upstreamResponse.statusCode ?? 502;
-    const chunks: Buffer[] = [];
-    upstreamResponse.on("data", (chunk: Buffer) => chunks.push(chunk));
-    finished(upstreamResponse, (error) => {
-      // Nothing has gone to the child yet: a cut or failed answer becomes svc's 502.
-      if (error) {
-        writeProxyError(response, upstreamFailure(described.host, described.port, error));
-        finish({ status: 502, error: error.message });
-        return;
-      }
-      const body = bufferScrubber(secrets)(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks));
-      const headers = headersForChild(upstreamResponse, secrets);
-      // A HEAD (or 204, 304) answer announces a length it does not carry, which scrubbing may change.
-      if (described.method === "HEAD" || status === 204 || status === 304) delete headers["content-length"];
-      else headers["content-length"] = String(body.length);
-      response.writeHead(status, headers);
-      response.end(body);
-      finished(response, (sent) => finish({ status, ...(sent ? { error: sent.message } : {}) }));
-    });
+    );
   }
 
   /** A WebSocket (or other) upgrade: the handshake gets the planned headers, then bytes flow both ways. */
@@ -556,7 +442,7 @@ export class ProxyServer {
       headers: forwardableHeaders(request.headers),
     });
     upstream.on("response", (upstreamResponse) => {
-      const headers = headersForChild(upstreamResponse, []);
+      const headers = headersForChild(upstreamResponse.headers, []);
       response.writeHead(upstreamResponse.statusCode ?? 502, headers);
       pump(upstreamResponse, response, () => {});
     });
