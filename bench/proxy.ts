@@ -5,9 +5,13 @@
  * 32. Besides latency and throughput it reports the CPU time each process spent per request over the
  * measured phase. Writes bench/results/proxy.json; see docs/performance.md.
  *
- * Environment: BENCH_SECONDS (per measurement, default 5), BENCH_WARMUP (default 1), BENCH_PROFILE_DIR
- * (write `--cpu-prof` profiles of the daemon, `svc run` and its load generator there), BENCH_CONCURRENCY
- * (comma-separated levels to measure, default `1,32`; the ratios need both).
+ * Each round measures the three paths side by side at each concurrency; the recorded ratios are the
+ * medians of each round's ratios, as one round on a shared machine can be far off.
+ *
+ * Environment: BENCH_SECONDS (per measurement, default 5), BENCH_WARMUP (default 1), BENCH_ROUNDS
+ * (default 3), BENCH_PROFILE_DIR (write `--cpu-prof` profiles of the daemon, `svc run` and its load
+ * generator there), BENCH_CONCURRENCY (comma-separated levels to measure, default `1,32`; the ratios
+ * need both).
  */
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -21,6 +25,7 @@ import { BenchSandbox, freePort, SVC_BIN } from "./sandbox.ts";
 
 const RESULTS = fileURLToPath(new URL("./results/", import.meta.url));
 const CONCURRENCY = (process.env.BENCH_CONCURRENCY ?? "1,32").split(",").map(Number);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const HOST = "api.openai.com";
 const KEY = `sk-bench-${"x".repeat(40)}`;
 
@@ -107,13 +112,11 @@ function lighter(svc: LoadResult, mitmdump: LoadResult): number {
   return Math.round(((mitmdump.cpu_us_per_request?.proxy ?? 0) / Math.max(own, 1)) * 10) / 10;
 }
 
-/** Writes bench/results/proxy.json from a run at concurrency 1 and 32, and prints the ratios. */
-function record(
-  results: Record<string, Record<string, LoadResult>>,
-  c1: Record<string, LoadResult>,
-  c32: Record<string, LoadResult>,
-): void {
-  const ratios = {
+type Row = Record<string, LoadResult>;
+
+/** The ratios of one round, each between measurements taken side by side. */
+function ratiosOf(c1: Row, c32: Row): Record<string, number> {
+  return {
     c1_svc_added_p50_ms: Math.round((c1.svc!.p50_ms - c1.direct!.p50_ms) * 1000) / 1000,
     c32_svc_share_of_direct_rps: Math.round((c32.svc!.rps / c32.direct!.rps) * 100) / 100,
     ...(c32.mitmdump
@@ -138,15 +141,38 @@ function record(
         }
       : {}),
   };
+}
+
+/** The median of each ratio over the rounds (the middle round's value for an odd count). */
+function medianRatios(rounds: readonly Record<string, number>[]): Record<string, number> {
+  const names = Object.keys(rounds[0] ?? {});
+  return Object.fromEntries(
+    names.map((name) => {
+      const values = rounds.map((round) => round[name]!).sort((a, b) => a - b);
+      const middle = Math.floor(values.length / 2);
+      const median = values.length % 2 ? values[middle]! : (values[middle - 1]! + values[middle]!) / 2;
+      return [name, Math.round(median * 1000) / 1000];
+    }),
+  );
+}
+
+/** Writes bench/results/proxy.json from rounds at concurrency 1 and 32, and prints the median ratios. */
+function record(rounds: readonly Record<string, Row>[]): void {
+  const byRound = rounds.map((round) => ratiosOf(round.c1!, round.c32!));
+  const ratios = medianRatios(byRound);
   const report = {
     generated_at: new Date().toISOString(),
     machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model.trim(), node: process.version },
     settings: {
       seconds: SECONDS,
       warmup_seconds: WARMUP,
+      rounds: ROUNDS,
       request: "GET /status/200, empty body, keep-alive fetch",
     },
-    results,
+    /** Each round measured direct, svc and mitmdump side by side at each concurrency. */
+    rounds,
+    ratios_by_round: byRound,
+    /** The median over the rounds of each ratio. */
     ratios,
     targets: {
       c1_svc_added_p50_ms: "<= 0.6",
@@ -197,44 +223,49 @@ try {
     }
   } else log("mitmdump not found (apt-get install mitmproxy); skipping it");
 
-  const results: Record<string, Record<string, LoadResult>> = {};
-  for (const concurrency of CONCURRENCY) {
-    const row: Record<string, LoadResult> = {};
-    log(`concurrency ${concurrency}: direct`);
-    row.direct = await load([node, LOAD], directEnv, directUrl, concurrency);
-    upstream.seen.length = 0;
-    log(`concurrency ${concurrency}: svc run`);
-    const daemonPid = sandbox.daemonPid();
-    const svcResult = await load(
-      [node, SVC_BIN, "run", "--", node, LOAD],
-      { ...sandbox.env, ...proxyEnv },
-      proxiedUrl,
-      concurrency,
-      { proxy: "child", ...(daemonPid === undefined ? {} : { daemon: daemonPid }) },
-    );
-    row.svc = { ...svcResult, injected: injectedSince(upstream, `Bearer ${KEY}`) };
-    if (mitm) {
-      log(`concurrency ${concurrency}: mitmdump`);
-      const mitmResult = await load(
-        [node, LOAD],
-        {
-          PATH: process.env.PATH,
-          HTTPS_PROXY: `http://127.0.0.1:${mitm.port}`,
-          NODE_USE_ENV_PROXY: "1",
-          NODE_EXTRA_CA_CERTS: join(mitmDir, "mitmproxy-ca-cert.pem"),
-        },
+  const rounds: Record<string, Row>[] = [];
+  for (let round = 1; round <= ROUNDS; round++) {
+    const results: Record<string, Row> = {};
+    for (const concurrency of CONCURRENCY) {
+      const row: Row = {};
+      const step = (path: string) => log(`round ${round} of ${ROUNDS}, concurrency ${concurrency}: ${path}`);
+      step("direct");
+      row.direct = await load([node, LOAD], directEnv, directUrl, concurrency);
+      upstream.seen.length = 0;
+      step("svc run");
+      const daemonPid = sandbox.daemonPid();
+      const svcResult = await load(
+        [node, SVC_BIN, "run", "--", node, LOAD],
+        { ...sandbox.env, ...proxyEnv },
         proxiedUrl,
         concurrency,
-        { proxy: mitm.child.pid! },
+        { proxy: "child", ...(daemonPid === undefined ? {} : { daemon: daemonPid }) },
       );
-      row.mitmdump = { ...mitmResult, injected: injectedSince(upstream, `Bearer ${KEY}`) };
+      row.svc = { ...svcResult, injected: injectedSince(upstream, `Bearer ${KEY}`) };
+      if (mitm) {
+        step("mitmdump");
+        const mitmResult = await load(
+          [node, LOAD],
+          {
+            PATH: process.env.PATH,
+            HTTPS_PROXY: `http://127.0.0.1:${mitm.port}`,
+            NODE_USE_ENV_PROXY: "1",
+            NODE_EXTRA_CA_CERTS: join(mitmDir, "mitmproxy-ca-cert.pem"),
+          },
+          proxiedUrl,
+          concurrency,
+          { proxy: mitm.child.pid! },
+        );
+        row.mitmdump = { ...mitmResult, injected: injectedSince(upstream, `Bearer ${KEY}`) };
+      }
+      results[`c${concurrency}`] = row;
     }
-    results[`c${concurrency}`] = row;
+    rounds.push(results);
   }
 
-  if (results.c1 && results.c32) record(results, results.c1, results.c32);
+  if (rounds.every((round) => round.c1 && round.c32)) record(rounds);
   // A partial run (BENCH_CONCURRENCY) is for trying a change: printed, not recorded.
-  else process.stdout.write(`${JSON.stringify(results, null, 2)}\n`);
+  else process.stdout.write(`${JSON.stringify(rounds.length === 1 ? rounds[0] : rounds, null, 2)}\n`);
 } finally {
   cleanup();
   await upstream.close();
