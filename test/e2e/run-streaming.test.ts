@@ -98,6 +98,39 @@ console.log(JSON.stringify({
     );
   });
 
+  it("a child that abandons a large download ends the upstream download too, while svc run goes on", async () => {
+    upstream.downloads.length = 0;
+    const go = join(scratch, "go-abandon");
+    // The child reads 1 MiB of a 1 GiB download, drops the request, then stays alive (bounded)
+    // until the test has looked at the upstream.
+    const child = `
+const { existsSync } = await import("node:fs");
+const controller = new AbortController();
+const response = await fetch("https://api.openai.com/bytes?mb=1024", { signal: controller.signal });
+const reader = response.body.getReader();
+let got = 0;
+while (got < ${MiB}) got += (await reader.read()).value.length;
+controller.abort();
+console.log("abandoned after", got);
+for (let i = 0; i < 300 && !existsSync(${JSON.stringify(go)}); i++) await new Promise((r) => setTimeout(r, 50));
+`;
+    const running = sandbox.start(["run", "--", NODE, "--input-type=module", "-e", child], {
+      timeoutMs: 30_000,
+    });
+    try {
+      await running.waitFor("stdout", /abandoned after \d+/);
+      const [download] = upstream.downloads;
+      // svc stopped reading when the child did, and closed the upstream connection when it left.
+      for (let i = 0; i < 100 && !download?.closedEarly; i++) await new Promise((r) => setTimeout(r, 50));
+      expect(download?.closedEarly).toBe(true);
+      expect(download!.sent).toBeLessThan(64 * MiB);
+    } finally {
+      writeFileSync(go, "");
+    }
+    const result = await running.result;
+    expect(result.code, result.stdout + result.stderr).toBe(0);
+  });
+
   it("a 50 MiB upload arrives complete", async () => {
     const file = join(scratch, "upload.bin");
     const body = randomBytes(50 * MiB);

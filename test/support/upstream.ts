@@ -17,6 +17,12 @@ export interface SeenRequest {
   upgrade?: boolean;
 }
 
+export interface Download {
+  total: number;
+  sent: number;
+  closedEarly: boolean;
+}
+
 export interface Upstream {
   port: number;
   /** The upstream's own CA (PEM file): trust it via NODE_EXTRA_CA_CERTS. */
@@ -25,6 +31,8 @@ export interface Upstream {
   connectTo(hosts: readonly string[]): string;
   /** Every request the upstream saw (WebSocket handshakes too): method, host header, path and headers. */
   seen: SeenRequest[];
+  /** Each `/bytes` answer: bytes written so far, and whether its connection closed before the end. */
+  downloads: Download[];
   close(): Promise<void>;
 }
 
@@ -34,7 +42,7 @@ export interface Upstream {
  * header, `/echo-encoded` returns the credential (Authorization without its scheme, or x-api-key)
  * base64-, base64url- and percent-encoded and inside a Basic credential, as JSON and in a response
  * header, `/echo-gzip` is `/echo` gzip-encoded, `/status/<code>`, `/truncated` announces 100 bytes
- * and closes after 10, `/bytes?mb=N` streams N MiB,
+ * and closes after 10, `/bytes?mb=N` streams N MiB (each recorded in `downloads`),
  * `/upload` answers the byte count and SHA-256 of the request body, `/redirect?to=URL&status=S`
  * redirects to URL (status 302 unless given), `/sse?n=N&ms=M` streams N
  * events (default 3) M ms apart (default 50), and a WebSocket upgrade first sends the handshake's
@@ -42,6 +50,7 @@ export interface Upstream {
  */
 export async function startUpstream(): Promise<Upstream> {
   const seen: SeenRequest[] = [];
+  const downloads: Download[] = [];
   const record = (request: IncomingMessage, upgrade = false): SeenRequest => ({
     method: request.method ?? "GET",
     host: request.headers.host ?? "",
@@ -95,14 +104,24 @@ export async function startUpstream(): Promise<Upstream> {
       response.writeHead(Number(url.pathname.slice(8)));
       response.end();
     } else if (url.pathname === "/bytes") {
-      const total = Number(url.searchParams.get("mb") ?? "1") * 1024 * 1024;
+      const download: Download = {
+        total: Number(url.searchParams.get("mb") ?? "1") * 1024 * 1024,
+        sent: 0,
+        closedEarly: false,
+      };
+      downloads.push(download);
+      response.once("close", () => {
+        download.closedEarly = !response.writableFinished;
+      });
       const chunk = Buffer.alloc(64 * 1024, 0x61);
-      let sent = 0;
-      response.writeHead(200, { "content-type": "application/octet-stream", "content-length": total });
+      response.writeHead(200, {
+        "content-type": "application/octet-stream",
+        "content-length": download.total,
+      });
       const pump = () => {
-        while (sent < total) {
-          const piece = chunk.subarray(0, Math.min(chunk.length, total - sent));
-          sent += piece.length;
+        while (download.sent < download.total) {
+          const piece = chunk.subarray(0, Math.min(chunk.length, download.total - download.sent));
+          download.sent += piece.length;
           if (!response.write(piece)) return void response.once("drain", pump);
         }
         response.end();
@@ -150,6 +169,7 @@ export async function startUpstream(): Promise<Upstream> {
     caPath: host.caPath,
     connectTo: host.connectTo,
     seen,
+    downloads,
     async close() {
       sockets.close();
       await host.close();
