@@ -131,6 +131,18 @@ for (let i = 0; i < 300 && !existsSync(${JSON.stringify(go)}); i++) await new Pr
     expect(result.code, result.stdout + result.stderr).toBe(0);
   });
 
+  it("a chunked answer larger than the whole-body limit, arriving at once, streams through complete", async () => {
+    // Held as a possible whole body until it passes 64 KiB, then streamed from the first byte on.
+    const child = `
+const response = await fetch("https://api.openai.com/bytes?mb=3&chunked=1");
+const body = Buffer.from(await response.arrayBuffer());
+console.log(response.status, response.headers.get("content-length"), body.length, body.every((b) => b === 0x61));
+`;
+    const result = await sandbox.run(["run", "--", NODE, "-e", child]);
+    expect(result.code, result.stdout + result.stderr).toBe(0);
+    expect(result.stdout.trim()).toBe(`200 null ${3 * MiB} true`);
+  });
+
   it("a 50 MiB upload arrives complete", async () => {
     const file = join(scratch, "upload.bin");
     const body = randomBytes(50 * MiB);

@@ -42,7 +42,7 @@ export interface Upstream {
  * header, `/echo-encoded` returns the credential (Authorization without its scheme, or x-api-key)
  * base64-, base64url- and percent-encoded and inside a Basic credential, as JSON and in a response
  * header, `/echo-gzip` is `/echo` gzip-encoded, `/status/<code>`, `/truncated` announces 100 bytes
- * and closes after 10, `/bytes?mb=N` streams N MiB (each recorded in `downloads`),
+ * and closes after 10, `/bytes?mb=N` streams N MiB (`&chunked=1`: without a Content-Length; each recorded in `downloads`),
  * `/upload` answers the byte count and SHA-256 of the request body, `/redirect?to=URL&status=S`
  * redirects to URL (status 302 unless given), `/sse?n=N&ms=M` streams N
  * events (default 3) M ms apart (default 50), and a WebSocket upgrade first sends the handshake's
@@ -114,10 +114,9 @@ export async function startUpstream(): Promise<Upstream> {
         download.closedEarly = !response.writableFinished;
       });
       const chunk = Buffer.alloc(64 * 1024, 0x61);
-      response.writeHead(200, {
-        "content-type": "application/octet-stream",
-        "content-length": download.total,
-      });
+      // `chunked=1`: no Content-Length, so the body goes chunked.
+      const length = url.searchParams.get("chunked") === "1" ? {} : { "content-length": download.total };
+      response.writeHead(200, { "content-type": "application/octet-stream", ...length });
       const pump = () => {
         while (download.sent < download.total) {
           const piece = chunk.subarray(0, Math.min(chunk.length, download.total - download.sent));
