@@ -16,7 +16,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { startUpstream } from "../test/support/upstream.ts";
 import { LOAD, type LoadResult, load } from "./load-run.ts";
-import { round } from "./stats.ts";
+import { median, round } from "./stats.ts";
 
 const RESULTS = fileURLToPath(new URL("./results/", import.meta.url));
 const PROXY = fileURLToPath(new URL("./transport-proxy.ts", import.meta.url));
@@ -47,12 +47,6 @@ async function startProxy(mode: string) {
   });
   const { url, caBundle } = JSON.parse(line) as { url: string; caBundle: string };
   return { child, url, caBundle };
-}
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const middle = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
 }
 
 const runs: Record<string, LoadResult[]> = { direct: [], ...Object.fromEntries(MODES.map((m) => [m, []])) };

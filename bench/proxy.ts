@@ -22,6 +22,7 @@ import { fileURLToPath } from "node:url";
 import { startUpstream, type Upstream } from "../test/support/upstream.ts";
 import { LOAD, type LoadResult, load, SECONDS, WARMUP } from "./load-run.ts";
 import { BenchSandbox, freePort, SVC_BIN } from "./sandbox.ts";
+import { median, round } from "./stats.ts";
 
 const RESULTS = fileURLToPath(new URL("./results/", import.meta.url));
 const CONCURRENCY = (process.env.BENCH_CONCURRENCY ?? "1,32").split(",").map(Number);
@@ -143,16 +144,11 @@ function ratiosOf(c1: Row, c32: Row): Record<string, number> {
   };
 }
 
-/** The median of each ratio over the rounds (the middle round's value for an odd count). */
+/** The median of each ratio over the rounds. */
 function medianRatios(rounds: readonly Record<string, number>[]): Record<string, number> {
   const names = Object.keys(rounds[0] ?? {});
   return Object.fromEntries(
-    names.map((name) => {
-      const values = rounds.map((round) => round[name]!).sort((a, b) => a - b);
-      const middle = Math.floor(values.length / 2);
-      const median = values.length % 2 ? values[middle]! : (values[middle - 1]! + values[middle]!) / 2;
-      return [name, Math.round(median * 1000) / 1000];
-    }),
+    names.map((name) => [name, round(median(rounds.map((ratios) => ratios[name]!)), 3)]),
   );
 }
 
@@ -224,11 +220,11 @@ try {
   } else log("mitmdump not found (apt-get install mitmproxy); skipping it");
 
   const rounds: Record<string, Row>[] = [];
-  for (let round = 1; round <= ROUNDS; round++) {
+  for (let pass = 1; pass <= ROUNDS; pass++) {
     const results: Record<string, Row> = {};
     for (const concurrency of CONCURRENCY) {
       const row: Row = {};
-      const step = (path: string) => log(`round ${round} of ${ROUNDS}, concurrency ${concurrency}: ${path}`);
+      const step = (path: string) => log(`round ${pass} of ${ROUNDS}, concurrency ${concurrency}: ${path}`);
       step("direct");
       row.direct = await load([node, LOAD], directEnv, directUrl, concurrency);
       upstream.seen.length = 0;

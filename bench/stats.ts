@@ -18,6 +18,14 @@ export function quantile(sorted: readonly number[], q: number): number {
   return a + (b - a) * (position - lower);
 }
 
+/** The middle value of an unsorted sample (the mean of the two middle ones for an even count). */
+export function median(values: readonly number[]): number {
+  return quantile(
+    [...values].sort((a, b) => a - b),
+    0.5,
+  );
+}
+
 export function summarize(samples: readonly number[]): Summary {
   const sorted = [...samples].sort((a, b) => a - b);
   return {
