@@ -7,9 +7,10 @@
 import type http from "node:http";
 import { finished, type Writable } from "node:stream";
 import type { Dispatcher } from "undici";
-import type { ProxyFailure } from "./proxy-errors.ts";
+import { headersForChild, headersFromRaw, type ResponseHeaders } from "./headers.ts";
+import { upstreamFailure, writeProxyError } from "./proxy-errors.ts";
 import { pump } from "./pump.ts";
-import { bufferScrubber, isIdentityEncoding, scrubbedBody, scrubHeaders } from "./scrub.ts";
+import { bufferScrubber, isIdentityEncoding, scrubbedBody } from "./scrub.ts";
 import type { Outcome } from "./server.ts";
 
 /**
@@ -18,45 +19,6 @@ import type { Outcome } from "./server.ts";
  * streamed one goes chunked).
  */
 export const WHOLE_BODY_LIMIT = 64 * 1024;
-
-/** Headers that describe one hop, not the message (RFC 9110 section 7.6.1), plus proxy credentials. */
-export const HOP_BY_HOP = new Set([
-  "connection",
-  "proxy-connection",
-  "keep-alive",
-  "te",
-  "trailer",
-  "transfer-encoding",
-  "upgrade",
-  "proxy-authorization",
-  "proxy-authenticate",
-]);
-
-export type ResponseHeaders = Record<string, string | string[]>;
-
-/** undici's raw header list as an object: lower-case names, a repeated header as an array. */
-export function headersFromRaw(raw: readonly Buffer[]): ResponseHeaders {
-  const headers: ResponseHeaders = {};
-  for (let i = 0; i + 1 < raw.length; i += 2) {
-    const name = raw[i]!.toString("latin1").toLowerCase();
-    const value = raw[i + 1]!.toString("latin1");
-    const existing = headers[name];
-    if (existing === undefined) headers[name] = value;
-    else if (Array.isArray(existing)) existing.push(value);
-    else headers[name] = [existing, value];
-  }
-  return headers;
-}
-
-/** The headers of an upstream answer as the child gets them: secrets scrubbed, hop-by-hop ones dropped. */
-export function headersForChild(
-  headers: ResponseHeaders | http.IncomingHttpHeaders,
-  secrets: readonly string[],
-): http.OutgoingHttpHeaders {
-  const out: http.OutgoingHttpHeaders = secrets.length > 0 ? scrubHeaders(headers, secrets) : { ...headers };
-  for (const name of Object.keys(out)) if (HOP_BY_HOP.has(name)) delete out[name];
-  return out;
-}
 
 /** A single header value; a repeated one (ambiguous for framing and encoding) as one joined string. */
 function single(value: string | string[] | undefined): string | undefined {
@@ -72,14 +34,13 @@ function announcedLength(headers: ResponseHeaders): number | undefined {
 export interface RelayOptions {
   response: http.ServerResponse;
   method: string;
+  /** The host and port the child asked for, named in svc's 502 when the upstream fails. */
+  host: string;
+  port: number;
   /** Values the child must never see. */
   secrets: readonly string[];
-  /** The proxy's own answer, for an upstream that failed before anything reached the child. */
-  failure(error: Error): ProxyFailure;
   /** Reports the outcome (once; later calls are ignored by the caller). */
   finish(outcome: Omit<Outcome, "durationMs">): void;
-  /** Writes the proxy's error answer. */
-  writeError(failure: ProxyFailure): void;
 }
 
 type Mode =
@@ -170,8 +131,8 @@ export class ResponseRelay implements Dispatcher.DispatchHandlers {
       finish({ error: error.message });
     } else if (!response.headersSent) {
       // Nothing has gone to the child yet: a refused, cut or failed answer becomes svc's 502.
-      const failure = this.#options.failure(error);
-      this.#options.writeError(failure);
+      const failure = upstreamFailure(this.#options.host, this.#options.port, error);
+      writeProxyError(response, failure);
       finish({ status: failure.status, error: error.message });
     } else {
       response.destroy(error);
@@ -193,7 +154,7 @@ export class ResponseRelay implements Dispatcher.DispatchHandlers {
         // A body svc cannot decode could echo the secret unseen: refuse it rather than pass it on.
         this.#mode = { kind: "done" };
         const message = `svc proxy cannot inspect a response encoded as "${encoding}"`;
-        this.#options.writeError({ status: 502, code: "UnreadableResponseEncoding", message });
+        writeProxyError(response, { status: 502, code: "UnreadableResponseEncoding", message });
         finish({ status: 502, error: message });
         return;
       }

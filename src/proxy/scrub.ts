@@ -196,9 +196,14 @@ const DECODERS = new Map<string, Decoder>([
   ["br", () => zlib.createBrotliDecompress()],
 ]);
 
+/** A Content-Encoding as the decoders are keyed: trimmed, lower case, "" for none. */
+function encodingName(contentEncoding: string | undefined): string {
+  return contentEncoding?.trim().toLowerCase() ?? "";
+}
+
 /** Whether a body with this Content-Encoding is its bytes as they are (none, or `identity`). */
 export function isIdentityEncoding(contentEncoding: string | undefined): boolean {
-  const encoding = contentEncoding?.trim().toLowerCase() ?? "";
+  const encoding = encodingName(contentEncoding);
   return encoding === "" || encoding === "identity";
 }
 
@@ -211,7 +216,7 @@ export function scrubbedBody(contentEncoding: string | undefined, secrets: reado
   if (isIdentityEncoding(contentEncoding)) {
     return { transform: new SecretScrubber(secrets), contentEncoding: undefined, scrubbed: true };
   }
-  const open = DECODERS.get(contentEncoding?.trim().toLowerCase() ?? "");
+  const open = DECODERS.get(encodingName(contentEncoding));
   if (!open) return { transform: new PassThrough(), contentEncoding, scrubbed: false };
   return { transform: decodedAndScrubbed(open, secrets), contentEncoding: undefined, scrubbed: true };
 }

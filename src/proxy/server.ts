@@ -11,13 +11,14 @@ import tls from "node:tls";
 import type { Agent, Dispatcher } from "undici";
 import { monotonicMs } from "../core/clock.ts";
 import { hashBodyUpTo, noBody } from "./body-buffer.ts";
+import { forwardableHeaders, headersForChild } from "./headers.ts";
 import { PROXY_AUTHENTICATE, type ProxyCredential } from "./proxy-credential.ts";
 import { type ProxyFailure, rawProxyError, upstreamFailure, writeProxyError } from "./proxy-errors.ts";
 import { pump } from "./pump.ts";
 import { parseAuthority, pinRequestTarget } from "./request-target.ts";
-import { HOP_BY_HOP, headersForChild, ResponseRelay } from "./response-relay.ts";
+import { ResponseRelay } from "./response-relay.ts";
 import { UpgradeResponseScrubber } from "./upgrade-scrub.ts";
-import { upstreamAgent } from "./upstream-agent.ts";
+import { upstreamAddress, upstreamAgent } from "./upstream-agent.ts";
 
 export interface Target {
   host: string;
@@ -97,25 +98,6 @@ const SCRUBBABLE_ENCODINGS = "gzip, deflate, br";
 function bodiless(request: http.IncomingMessage): boolean {
   const length = request.headers["content-length"];
   return request.headers["transfer-encoding"] === undefined && (length === undefined || length === "0");
-}
-
-function forwardableHeaders(
-  headers: http.IncomingHttpHeaders,
-  plan: { setHeaders?: Record<string, string>; removeHeaders?: readonly string[] } = {},
-): http.OutgoingHttpHeaders {
-  const out: http.OutgoingHttpHeaders = {};
-  const listed = new Set(
-    String(headers.connection ?? "")
-      .split(",")
-      .map((name) => name.trim().toLowerCase()),
-  );
-  for (const name of plan.removeHeaders ?? []) listed.add(name);
-  for (const [name, value] of Object.entries(headers)) {
-    if (value === undefined || HOP_BY_HOP.has(name) || listed.has(name)) continue;
-    out[name] = value;
-  }
-  for (const [name, value] of Object.entries(plan.setHeaders ?? {})) out[name.toLowerCase()] = value;
-  return out;
 }
 
 const PROXY_AUTH_REQUIRED: ProxyFailure = {
@@ -302,16 +284,6 @@ export class ProxyServer {
     return { described, plan, body, finish };
   }
 
-  /** Where to connect for a request (SVC_PROXY_CONNECT_TO applied); TLS is checked against its own host. */
-  #upstreamAddress(described: InterceptedRequest) {
-    const real = this.#connectTo(described.host, described.port);
-    return {
-      host: real.host,
-      port: real.port,
-      servername: net.isIP(described.host) ? undefined : described.host,
-    };
-  }
-
   async #intercepted(request: http.IncomingMessage, response: http.ServerResponse): Promise<void> {
     const { described, plan, body: requestBody, finish } = await this.#plan(request);
     if (plan.kind === "respond") {
@@ -345,9 +317,9 @@ export class ProxyServer {
       new ResponseRelay({
         response,
         method: described.method,
+        host: described.host,
+        port: described.port,
         secrets: plan.secrets ?? [],
-        failure: (error) => upstreamFailure(described.host, described.port, error),
-        writeError: (failure) => writeProxyError(response, failure),
         finish,
       }),
     );
@@ -362,7 +334,7 @@ export class ProxyServer {
       return;
     }
     const upstream = tls.connect({
-      ...this.#upstreamAddress(described),
+      ...upstreamAddress(this.#connectTo, described.host, described.port),
       ALPNProtocols: ["http/1.1"],
     });
     const headers: Record<string, string | string[]> = {};

@@ -8,15 +8,31 @@ import { isIP } from "node:net";
 import { Agent, buildConnector } from "undici";
 import type { Target } from "./server.ts";
 
-export function upstreamAgent(connectTo: (host: string, port: number) => Target): Agent {
+type ConnectTo = (host: string, port: number) => Target;
+
+/**
+ * Where the proxy connects for the host and port a child asked for (SVC_PROXY_CONNECT_TO applied),
+ * and the name its certificate must carry: the asked host, wherever the socket goes (none for an IP).
+ */
+export function upstreamAddress(
+  connectTo: ConnectTo,
+  host: string,
+  port: number,
+): { host: string; port: number; servername: string | undefined } {
+  const real = connectTo(host, port);
+  return { host: real.host, port: real.port, servername: isIP(host) ? undefined : host };
+}
+
+export function upstreamAgent(connectTo: ConnectTo): Agent {
   const connect = buildConnector({ allowH2: false });
   return new Agent({
     connect(options, callback) {
-      const host = options.hostname.replace(/^\[|\]$/g, "");
-      const real = connectTo(host, Number(options.port || 443));
-      // The certificate is checked for the host the child asked for, wherever the socket goes.
-      const servername = isIP(host) ? "" : host;
-      connect({ ...options, hostname: real.host, port: String(real.port), servername }, callback);
+      const asked = options.hostname.replace(/^\[|\]$/g, "");
+      const real = upstreamAddress(connectTo, asked, Number(options.port || 443));
+      connect(
+        { ...options, hostname: real.host, port: String(real.port), servername: real.servername ?? "" },
+        callback,
+      );
     },
     // Like node:https before it: an answer may take as long as the API takes (a long completion,
     // an idle event stream); the child decides when to give up.

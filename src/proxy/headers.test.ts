@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { headersForChild, headersFromRaw } from "./response-relay.ts";
+import { headersForChild, headersFromRaw } from "./headers.ts";
 
 const raw = (...pairs: string[]) => pairs.map((item) => Buffer.from(item, "latin1"));
 
