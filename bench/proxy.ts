@@ -13,15 +13,14 @@
  * generator there), BENCH_CONCURRENCY (comma-separated levels to measure, default `1,32`; the ratios
  * need both).
  */
-import { type ChildProcess, spawn, spawnSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { connect } from "node:net";
+import { mkdirSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { startUpstream, type Upstream } from "../test/support/upstream.ts";
 import { LOAD, type LoadResult, load, SECONDS, WARMUP } from "./load-run.ts";
-import { BenchSandbox, freePort, SVC_BIN } from "./sandbox.ts";
+import { type Mitmdump, startMitmdump } from "./mitmdump.ts";
+import { BenchSandbox, SVC_BIN } from "./sandbox.ts";
 import { median, round } from "./stats.ts";
 
 const RESULTS = fileURLToPath(new URL("./results/", import.meta.url));
@@ -39,62 +38,6 @@ function injectedSince(upstream: Upstream, expected: string): number {
   const count = upstream.seen.filter((request) => request.headers.authorization === expected).length;
   upstream.seen.length = 0;
   return count;
-}
-
-function waitForPort(port: number, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  return new Promise((resolve, reject) => {
-    const attempt = () => {
-      const socket = connect(port, "127.0.0.1");
-      socket.once("connect", () => {
-        socket.destroy();
-        resolve();
-      });
-      socket.once("error", () => {
-        socket.destroy();
-        if (Date.now() > deadline) reject(new Error(`nothing listens on ${port}`));
-        else setTimeout(attempt, 100);
-      });
-    };
-    attempt();
-  });
-}
-
-async function startMitmdump(
-  upstreamPort: number,
-  dir: string,
-): Promise<{ child: ChildProcess; port: number }> {
-  const addon = join(dir, "svc_header.py");
-  // The one-line addon (plus the redirect every proxy here gets via SVC_PROXY_CONNECT_TO).
-  writeFileSync(
-    addon,
-    `def request(flow):\n    flow.request.headers["authorization"] = "Bearer ${KEY}"; flow.request.host = "127.0.0.1"; flow.request.port = ${upstreamPort}\n`,
-  );
-  const port = await freePort();
-  const child = spawn(
-    "mitmdump",
-    [
-      "-q",
-      "--listen-host",
-      "127.0.0.1",
-      "--listen-port",
-      String(port),
-      "--set",
-      `confdir=${dir}`,
-      "--set",
-      "connection_strategy=lazy",
-      // The addon picks the upstream; without this mitmdump first resolves and connects to the
-      // CONNECT host to copy its certificate, and waits seconds on a DNS lookup that cannot succeed.
-      "--set",
-      "upstream_cert=false",
-      "--ssl-insecure",
-      "-s",
-      addon,
-    ],
-    { stdio: "ignore" },
-  );
-  await waitForPort(port);
-  return { child, port };
 }
 
 /** Requests/s if only the load generator and the upstream spent CPU (every core busy). */
@@ -183,12 +126,10 @@ function record(rounds: readonly Record<string, Row>[]): void {
 
 const upstream = await startUpstream();
 const sandbox = await BenchSandbox.create();
-const mitmDir = mkdtempSync(join(os.tmpdir(), "svc-bench-mitm-"));
-let mitm: { child: ChildProcess; port: number } | undefined;
+let mitm: Mitmdump | undefined;
 const cleanup = () => {
-  mitm?.child.kill("SIGKILL");
+  mitm?.stop();
   sandbox.destroy();
-  rmSync(mitmDir, { recursive: true, force: true });
 };
 process.once("SIGINT", () => {
   cleanup();
@@ -209,15 +150,9 @@ try {
   const proxiedUrl = `https://${HOST}/status/200`;
   const directUrl = `https://127.0.0.1:${upstream.port}/status/200`;
 
-  let mitmAvailable = spawnSync("mitmdump", ["--version"], { encoding: "utf8" }).status === 0;
-  if (mitmAvailable) {
-    try {
-      mitm = await startMitmdump(upstream.port, mitmDir);
-    } catch (error) {
-      log(`mitmdump did not start (${(error as Error).message}); skipping it`);
-      mitmAvailable = false;
-    }
-  } else log("mitmdump not found (apt-get install mitmproxy); skipping it");
+  const started = await startMitmdump(upstream.port, `Bearer ${KEY}`);
+  if ("unavailable" in started) log(`${started.unavailable}; skipping it`);
+  else mitm = started;
 
   const rounds: Record<string, Row>[] = [];
   for (let pass = 1; pass <= ROUNDS; pass++) {
@@ -244,9 +179,9 @@ try {
           [node, LOAD],
           {
             PATH: process.env.PATH,
-            HTTPS_PROXY: `http://127.0.0.1:${mitm.port}`,
+            HTTPS_PROXY: mitm.url,
             NODE_USE_ENV_PROXY: "1",
-            NODE_EXTRA_CA_CERTS: join(mitmDir, "mitmproxy-ca-cert.pem"),
+            NODE_EXTRA_CA_CERTS: mitm.caPath,
           },
           proxiedUrl,
           concurrency,

@@ -20,6 +20,8 @@ import { ProxyServer } from "../src/proxy/server.ts";
 
 const mode = process.env.BENCH_TRANSPORT ?? "intercept";
 const dir = process.env.BENCH_TRANSPORT_DIR;
+/** The header `intercept` sets on every request (the parent checks that it arrived). */
+const AUTHORIZATION = process.env.BENCH_AUTHORIZATION ?? "Bearer sk-bench-static";
 if (!dir) throw new Error("BENCH_TRANSPORT_DIR is required");
 const ca = await loadOrCreateCa(dir);
 const caBundle = writeCaBundle(ca, dir, process.env);
@@ -61,7 +63,7 @@ async function start(): Promise<string> {
     connectTo,
     policy: {
       intercept: () => mode === "intercept",
-      plan: async () => ({ kind: "forward", setHeaders: { authorization: "Bearer sk-bench-static" } }),
+      plan: async () => ({ kind: "forward", setHeaders: { authorization: AUTHORIZATION } }),
       misdirected: () => {},
     },
   });
