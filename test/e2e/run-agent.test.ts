@@ -5,6 +5,8 @@
  */
 import { randomBytes } from "node:crypto";
 import { writeFileSync } from "node:fs";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AgentActivity, AgentRecord } from "../../src/api/agents.ts";
@@ -185,5 +187,41 @@ describe("svc run --agent: the agent's scope applies to the child, the audit log
       identity: activeIdentity(homeLayout(sandbox.home)).handle,
       detail: { agent: "claude" },
     });
+  });
+
+  it("agent list shows each local agent's scope, last use and revocation, and the keys alone without a daemon", async () => {
+    const own = activeIdentity(homeLayout(sandbox.home)).handle;
+    type Listed = { handle: string; active: boolean; scope?: string[] | null; last_seen?: string | null };
+    const listed = await sandbox.json<Array<Listed & { revoked_at?: string | null }>>(["agent", "list"]);
+    const byHandle = new Map(listed.map((agent) => [agent.handle, agent]));
+    expect([...byHandle.keys()].sort()).toEqual([own, "claude", "researcher", "worker"].sort());
+    expect(byHandle.get(own)).toMatchObject({ active: true, scope: null, revoked_at: null });
+    expect(byHandle.get("researcher")).toMatchObject({ active: false, scope: ["openai"], revoked_at: null });
+    expect(byHandle.get("researcher")?.last_seen).toMatch(/^\d{4}-\d\d-\d\dT/);
+    expect(byHandle.get("claude")?.revoked_at).toMatch(/^\d{4}-\d\d-\d\dT/);
+
+    const text = await sandbox.run(["agent", "list"]);
+    expect(text.code, text.stderr).toBe(0);
+    expect(text.stdout).toMatch(/HANDLE\s+SCOPE\s+LAST SEEN\s+DID/);
+    expect(text.stdout).toMatch(new RegExp(`\\*\\s+${own}\\s+unrestricted\\s+\\d{4}-`));
+    expect(text.stdout).toMatch(/researcher\s+openai\s+\d{4}-/);
+    expect(text.stdout).toMatch(/claude\s+revoked \d{4}-/);
+
+    // Something that is not svc holds the daemon's port: the local keys are still listed, and why
+    // their scope is unknown is said once.
+    const squatter = http.createServer((_request, response) => response.writeHead(404).end());
+    await new Promise<void>((resolve) => squatter.listen(0, "127.0.0.1", resolve));
+    try {
+      const port = (squatter.address() as AddressInfo).port;
+      const offline = await sandbox.run(["agent", "list"], {
+        env: { SVC_BASE_URL: `http://127.0.0.1:${port}` },
+      });
+      expect(offline.code, offline.stderr).toBe(0);
+      expect(offline.stderr).toContain("scope and last use unknown");
+      expect(offline.stderr).toContain(`127.0.0.1:${port}`);
+      expect(offline.stdout).toMatch(/researcher\s+\?\s+\?\s+did:key:/);
+    } finally {
+      await new Promise((resolve) => squatter.close(resolve));
+    }
   });
 });

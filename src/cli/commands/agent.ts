@@ -6,10 +6,10 @@ import {
   denyInScope,
   describeScope,
 } from "../../api/agents.ts";
-import { agentActivity, getAgent, revokeAgent, setAgentScope } from "../../client/agents-api.ts";
+import { agentActivity, getAgent, listAgents, revokeAgent, setAgentScope } from "../../client/agents-api.ts";
 import { readClientConfig, updateClientConfig } from "../../client/config.ts";
 import { registerIdentity } from "../../client/session.ts";
-import { InvalidInputError } from "../../core/errors.ts";
+import { InvalidInputError, SvcError } from "../../core/errors.ts";
 import { IdentityFiles } from "../../identity/identity-files.ts";
 import type { CliContext } from "../context.ts";
 
@@ -132,20 +132,59 @@ export function runAgentUse(context: CliContext, handle: string): void {
   else context.out.status(`active agent identity: ${handle}`);
 }
 
-export function runAgentList(context: CliContext): void {
+/** What the daemon knows of the local agents, or why it could not say. */
+async function daemonRecords(
+  context: CliContext,
+): Promise<{ records: Map<string, AgentRecord> } | { unknown: string }> {
+  try {
+    const agents = await listAgents(await context.daemon());
+    return { records: new Map(agents.map((agent) => [agent.handle, agent])) };
+  } catch (error) {
+    if (error instanceof SvcError) return { unknown: error.message };
+    throw error;
+  }
+}
+
+/**
+ * The local identities, with what the daemon says of each (scope, last use, revocation) when it
+ * answers: a list without the daemon still shows the keys on this machine.
+ */
+export async function runAgentList(context: CliContext): Promise<void> {
   const files = new IdentityFiles(context.layout.identities);
   const active = readClientConfig(context.layout.clientConfig).active_identity;
-  const agents = files.list().map((handle) => {
+  const handles = files.list();
+  const known =
+    handles.length > 0 ? await daemonRecords(context) : { records: new Map<string, AgentRecord>() };
+  if ("unknown" in known) context.out.warn(`scope and last use unknown: ${known.unknown}`);
+  const agents = handles.map((handle) => {
     const identity = files.load(handle);
-    return { handle, did: identity.did, created_at: identity.createdAt, active: handle === active };
+    const record = "records" in known ? known.records.get(handle) : undefined;
+    return {
+      handle,
+      did: identity.did,
+      created_at: identity.createdAt,
+      active: handle === active,
+      // Absent when the daemon did not answer, or does not show this identity to the active one.
+      ...(record ? { scope: record.scope, last_seen: record.last_seen, revoked_at: record.revoked_at } : {}),
+    };
   });
   if (context.out.options.json) {
     context.out.json(agents);
     return;
   }
+  const scopeOf = (agent: (typeof agents)[number]) => {
+    if (!("scope" in agent)) return "?";
+    return agent.revoked_at ? `revoked ${agent.revoked_at}` : describeScope(agent.scope ?? null);
+  };
   context.out.table(
-    ["", "HANDLE", "DID", "CREATED"],
-    agents.map((agent) => [agent.active ? "*" : "", agent.handle, agent.did, agent.created_at]),
+    ["", "HANDLE", "SCOPE", "LAST SEEN", "DID"],
+    agents.map((agent) => [
+      agent.active ? "*" : "",
+      agent.handle,
+      scopeOf(agent),
+      "last_seen" in agent ? (agent.last_seen ?? "never") : "?",
+      agent.did,
+    ]),
   );
 }
 
@@ -205,6 +244,6 @@ export function registerAgentCommands(program: Command, contextFor: (command: Co
     .action((handle: string, _options, command: Command) => runAgentUse(contextFor(command), handle));
   agent
     .command("list")
-    .description("List local agent identities")
+    .description("List local agent identities, with each one's scope and last use")
     .action((_options, command: Command) => runAgentList(contextFor(command)));
 }
