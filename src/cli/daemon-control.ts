@@ -1,11 +1,11 @@
-import { closeSync, openSync, readFileSync, rmSync } from "node:fs";
+import { closeSync, openSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Health } from "../api/health.ts";
 import { isLoopbackUrl } from "../client/base-url.ts";
 import { DaemonClient } from "../client/daemon-client.ts";
 import { monotonicMs } from "../core/clock.ts";
-import { type DaemonState, readDaemonState } from "../core/daemon-state.ts";
+import { type DaemonState, isAlive, isDaemonProcess, readDaemonState } from "../core/daemon-state.ts";
 import { DaemonUnavailableError, SvcError } from "../core/errors.ts";
 import { withFileLock } from "../core/file-lock.ts";
 import { readInstanceId } from "../core/instance-id.ts";
@@ -89,41 +89,23 @@ function takenBy(occupant: Occupant): PortTakenBy {
 }
 
 /** Why this home will not use what answers at `baseUrl`, and what to do instead. */
+function elsewhereError(
+  layout: HomeLayout,
+  baseUrl: string,
+  runningAt: string,
+  options: EnsureDaemonOptions,
+): SvcError {
+  return new DaemonUnavailableError(
+    `nothing answers at ${baseUrl}${options.explicit ? " (SVC_BASE_URL)" : ""}, and the daemon of ${layout.home} runs at ${runningAt}; a home has one daemon, so no second one is started. Set SVC_BASE_URL to ${runningAt} (or unset it), or move the daemon with \`svc daemon restart --port <port>\``,
+  );
+}
+
 export function foreignDaemonError(layout: HomeLayout, baseUrl: string, taken: PortTakenBy): SvcError {
   const who =
     taken === "another_svc_home" ? "the svc daemon of another SVC_HOME" : "something that is not svc";
   return new DaemonUnavailableError(
     `${baseUrl} is taken by ${who}, so ${layout.home} will not use it. Start this home's daemon on another port with \`svc daemon start --port <port>\` (later commands follow it), or set SVC_BASE_URL to the daemon you mean.`,
   );
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "EPERM";
-  }
-  return !isZombie(pid);
-}
-
-/** An exited daemon whose parent has not reaped it yet still answers `kill 0`; /proc tells (Linux). */
-function isZombie(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    return stat.slice(stat.lastIndexOf(")") + 2).startsWith("Z");
-  } catch {
-    return false;
-  }
-}
-
-/** A pid file outlives a crash, and the pid may be reused: the process must still be `svc daemon serve`. */
-function isDaemonProcess(pid: number): boolean {
-  if (!isAlive(pid)) return false;
-  try {
-    return readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("daemon\0serve");
-  } catch {
-    return true; // no /proc (macOS): a live pid is the best we know
-  }
 }
 
 /** This home's daemon per server/daemon.json, when its process still runs; a stale file is removed. */
@@ -259,6 +241,9 @@ export async function ensureDaemon(
     async (): Promise<Health | undefined> => {
       const current = await occupantOf(layout, baseUrl);
       if (current.kind === "none") {
+        // One home, one daemon: this home's daemon answering elsewhere is not started again here.
+        const running = liveState(layout);
+        if (running && running.url !== baseUrl) throw elsewhereError(layout, baseUrl, running.url, options);
         await startDetached(layout, baseUrl, env);
         return undefined;
       }

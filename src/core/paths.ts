@@ -31,6 +31,8 @@ export function homeLayout(home: string) {
     externalAuditLog: join(server, "logs", "proxy.log"),
     daemonLog: join(server, "logs", "daemon.log"),
     daemonPid: join(server, "daemon.pid"),
+    /** Held by the running daemon for its whole life: one home, one daemon (daemon/home-lock.ts). */
+    daemonLock: join(server, "daemon.lock"),
     /** How the embedded daemon's last run ended: which PoP tokens a restart must refuse. */
     replayHorizon: join(server, "replay-horizon"),
     daemonState: join(server, "daemon.json"),

@@ -27,6 +27,7 @@ import {
   SIGN_IN_LIMIT_PER_ADDRESS,
   SIGN_IN_LIMIT_PER_EMAIL,
 } from "./context.ts";
+import { lockHome } from "./home-lock.ts";
 import { AttemptLimiter } from "./services/attempt-limiter.ts";
 import { externalRetentionDays, startExternalRetention } from "./services/audit-retention.ts";
 import { AuthSessionService } from "./services/auth-sessions.ts";
@@ -250,9 +251,16 @@ async function createContext(
  * closes, and the pid/state files are removed.
  */
 export async function serveForever(options: DaemonStartOptions): Promise<void> {
-  const logger = options.logger ?? daemonLogger();
-  const daemon = await startDaemon({ ...options, logger });
   const { layout } = options;
+  const unlock = lockHome(layout);
+  const logger = options.logger ?? daemonLogger();
+  let daemon: Awaited<ReturnType<typeof startDaemon>>;
+  try {
+    daemon = await startDaemon({ ...options, logger });
+  } catch (error) {
+    unlock();
+    throw error;
+  }
   const state: DaemonState = {
     pid: process.pid,
     url: daemon.url,
@@ -289,6 +297,7 @@ export async function serveForever(options: DaemonStartOptions): Promise<void> {
         })
         .finally(() => {
           removeOwnStateFiles(layout);
+          unlock();
           resolve();
         });
     };

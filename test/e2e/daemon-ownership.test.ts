@@ -4,7 +4,7 @@
  * whatever holds the port: nothing, a stale pid file, another home's daemon, or something not svc.
  */
 import { spawnSync } from "node:child_process";
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import { join } from "node:path";
 import Database from "better-sqlite3";
@@ -181,5 +181,65 @@ describe("a port taken by something that is not svc", () => {
     } finally {
       await sandbox.destroy();
     }
+  });
+});
+
+describe("a second daemon for a home whose daemon runs", () => {
+  /** The `svc daemon serve` processes of A's home, by their command lines (Linux /proc). */
+  function servesOfA(): number[] {
+    return readdirSync("/proc")
+      .filter((entry) => /^\d+$/.test(entry))
+      .filter((pid) => {
+        try {
+          const environ = readFileSync(`/proc/${pid}/environ`, "utf8");
+          const cmdline = readFileSync(`/proc/${pid}/cmdline`, "utf8");
+          return cmdline.includes("daemon\0serve") && environ.includes(`SVC_HOME=${a.home}\0`);
+        } catch {
+          return false;
+        }
+      })
+      .map(Number);
+  }
+
+  it("is not started by a command pointed at another port: it names where the daemon runs (exit 9)", async () => {
+    const running = servesOfA();
+    expect(running).toHaveLength(1);
+    const elsewhere = `http://127.0.0.1:${await freePort()}`;
+    const whoami = await a.run(["whoami", "--json"], { env: { SVC_BASE_URL: elsewhere } });
+    expect(whoami.code).toBe(9);
+    const message = JSON.parse(whoami.stdout).message as string;
+    expect(message).toContain(`daemon of ${a.home} runs at http://127.0.0.1:${portA}`);
+    expect(message).toContain("SVC_BASE_URL");
+    expect(servesOfA()).toEqual(running);
+    expect(await status(a)).toMatchObject({ running: true, url: `http://127.0.0.1:${portA}` });
+  });
+
+  it("refuses to serve in the foreground beside it (exit 4), and leaves it and its store serving", async () => {
+    const running = servesOfA();
+    const port = await freePort();
+    const second = await a.run(["daemon", "serve", "--port", String(port)], NO_URL);
+    expect(second.code).toBe(4);
+    expect(second.stderr).toContain(
+      `the daemon of ${a.home} is already running at http://127.0.0.1:${portA}`,
+    );
+    expect(second.stderr).toContain("svc daemon stop");
+    expect(servesOfA()).toEqual(running);
+    expect(readFileSync(join(a.home, "server", "daemon.lock"), "utf8").trim()).toBe(String(running[0]));
+    const whoami = await a.run(["whoami", "--json"], NO_URL);
+    expect(whoami.code, whoami.stderr).toBe(0);
+    expect(JSON.parse(whoami.stdout).daemon_url).toBe(`http://127.0.0.1:${portA}`);
+  });
+
+  it("gives way once the daemon is stopped; a lock left by a daemon that died is taken over", async () => {
+    expect((await a.run(["daemon", "stop"], NO_URL)).code).toBe(0);
+    expect(existsSync(join(a.home, "server", "daemon.lock"))).toBe(false);
+    // As after a crash: the lock names a pid that is gone.
+    const dead = spawnSync(process.execPath, ["-e", "0"]).pid;
+    writeFileSync(join(a.home, "server", "daemon.lock"), `${dead}\n`);
+    const start = await a.run(["daemon", "start", "--json"], NO_URL);
+    expect(start.code, start.stderr).toBe(0);
+    const started = JSON.parse(start.stdout) as Status;
+    expect(started).toMatchObject({ running: true, url: `http://127.0.0.1:${portA}` });
+    expect(readFileSync(join(a.home, "server", "daemon.lock"), "utf8").trim()).toBe(String(started.pid));
   });
 });
