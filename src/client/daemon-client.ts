@@ -205,7 +205,12 @@ export class DaemonClient {
         `the daemon at ${this.baseUrl} answered ${status} with a body that is not JSON`,
       );
     }
-    if (status >= 400) throw errorFromBody(parsed, `the daemon answered HTTP ${status}`);
+    if (status >= 400) {
+      const error = errorFromBody(parsed, `the daemon answered HTTP ${status}`);
+      const wait = Number(retryAfter);
+      if (retryAfter !== undefined && Number.isFinite(wait) && wait >= 0) error.retryAfterSeconds = wait;
+      throw error;
+    }
     return parsed as T;
   }
 

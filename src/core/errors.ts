@@ -34,6 +34,8 @@ export interface ErrorBody {
 
 export class SvcError extends Error {
   readonly errorName: ErrorName;
+  /** How long the daemon asked the caller to wait before trying again (its Retry-After), if it said. */
+  retryAfterSeconds?: number;
 
   constructor(errorName: ErrorName, message: string, options?: ErrorOptions) {
     super(message, options);

@@ -6,7 +6,7 @@ import type { ExternalAuditEvent } from "../api/audit.ts";
 import type { ProxyRoute } from "../api/credentials.ts";
 import type { DaemonClient } from "../client/daemon-client.ts";
 import { ResolveChannel } from "../client/resolve-channel.ts";
-import { AuditShipper } from "./audit-shipper.ts";
+import { AuditShipper, type ShipmentReport } from "./audit-shipper.ts";
 import { loadOrCreateCa } from "./ca.ts";
 import { writeCaBundle } from "./ca-bundle.ts";
 import { connectTarget, parseConnectTo } from "./connect-to.ts";
@@ -38,7 +38,7 @@ export interface ProxySession {
   /** Settings the child gets unless it has its own: AWS_REGION of the AWS connection in use. */
   defaults: Record<string, string>;
   /** Stops the proxy and delivers the queued audit events; reports how many were dropped. */
-  close(): Promise<{ delivered: number; dropped: number }>;
+  close(): Promise<ShipmentReport>;
 }
 
 /** AWS_REGION: the default region of the first AWS connection in use that has one. */

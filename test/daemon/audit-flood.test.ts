@@ -1,8 +1,9 @@
 import { randomBytes } from "node:crypto";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import type { AuditPageRecord, ExternalAuditEvent } from "../../src/api/audit.ts";
+import { AuditShipper } from "../../src/proxy/audit-shipper.ts";
 import { externalEvent } from "../support/audit-events.ts";
 import { loginWithApiKey, signedFetch, startTestDaemon, type TestDaemon } from "../support/daemon.ts";
 
@@ -86,6 +87,63 @@ describe("POST /audit/events accepts only what a proxy could have sent", () => {
       events: [externalEvent()],
     });
     expect(answer.status).toBe(200);
+  });
+});
+
+describe("svc run's audit shipper against the daemon's rate limit", () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it("delivers a burst the limit refused once the Retry-After has passed, instead of dropping it", async () => {
+    // Only Date is faked (the daemon's windows, PoP times, the shipper's wait); timers and I/O stay real.
+    vi.useFakeTimers({ toFake: ["Date"] });
+    const minute = 60_000;
+    vi.setSystemTime(Math.ceil(Date.now() / minute) * minute + 1_000);
+    t = await startTestDaemon();
+    const filler = Array.from({ length: 500 }, () => externalEvent());
+    let refused: Awaited<ReturnType<typeof signedFetch>> | undefined;
+    for (let i = 0; i < 200 && !refused; i++) {
+      const answer = await signedFetch(t.daemon.url, t.identity, "POST", "/audit/events", { events: filler });
+      if (answer.status === 429) refused = answer;
+    }
+    expect(refused, "the identity's allowance for this minute was not used up").toBeDefined();
+    const wait = Number(refused!.headers.get("retry-after"));
+    expect(wait).toBeGreaterThan(30);
+
+    const client = t.client;
+    const sent: number[] = [];
+    const shipper = new AuditShipper({
+      send: async (events) => {
+        sent.push(events.length);
+        await client.post("/audit/events", { events });
+      },
+      batchSize: 200,
+      intervalMs: 20,
+    });
+    const tag = randomBytes(4).toString("hex");
+    const burst = Array.from({ length: 450 }, (_, i) =>
+      externalEvent({
+        // A second after the filler, so the newest page of the log holds the whole burst.
+        timestamp: new Date(Date.now() + 1_000).toISOString(),
+        detail: { method: "GET", host: "api.openai.com", path: `/burst/${tag}/${i}` },
+      }),
+    );
+    for (const event of burst) shipper.push(event);
+    await vi.waitUntil(() => sent.length >= 1, { timeout: 5_000 });
+    // Refused and held: nothing more is sent while the daemon's wait lasts.
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(sent).toEqual([200]);
+
+    vi.setSystemTime(Date.now() + wait * 1000);
+    await vi.waitUntil(() => sent.length >= 4, { timeout: 10_000 });
+    const report = await shipper.close();
+    expect(report).toEqual({ delivered: 450, dropped: 0, rateLimited: true });
+    const stored = await t.client.get<AuditPageRecord>("/api/audit/events?limit=500&event=proxy.request");
+    const paths = stored.events
+      .map((event) => String(event.detail?.path))
+      .filter((path) => path.includes(tag));
+    expect(paths.sort()).toEqual(burst.map((event) => String(event.detail?.path)).sort());
   });
 });
 

@@ -1,4 +1,5 @@
 import type { Command } from "commander";
+import { EXTERNAL_AUDIT_RATE } from "../../api/audit.ts";
 import type { DaemonClient } from "../../client/daemon-client.ts";
 import { InvalidInputError } from "../../core/errors.ts";
 import { IdentityFiles } from "../../identity/identity-files.ts";
@@ -113,9 +114,13 @@ export async function runRun(context: CliContext, argv: string[], options: RunOp
   try {
     code = await runChild(command, args, { env }).exit;
   } finally {
-    const { dropped } = await session.close();
-    if (dropped > 0)
-      context.out.warn(`${dropped} audit events of this run could not be delivered to the daemon`);
+    const { dropped, rateLimited } = await session.close();
+    if (dropped > 0) {
+      const why = rateLimited
+        ? ` (it takes at most ${EXTERNAL_AUDIT_RATE.max} proxy events per minute from one identity)`
+        : "";
+      context.out.warn(`${dropped} audit events of this run could not be delivered to the daemon${why}`);
+    }
   }
   return code;
 }
