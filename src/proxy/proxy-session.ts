@@ -35,21 +35,27 @@ export interface ProxySession {
   caBundlePath: string;
   /** Environment variables the connected providers declare (they get the placeholder). */
   placeholders: string[];
-  /** Settings the child gets unless it has its own: AWS_REGION of the AWS connection in use. */
+  /** Settings the child gets unless it has its own: the region of the AWS connection in use. */
   defaults: Record<string, string>;
   /** Stops the proxy and delivers the queued audit events; reports how many were dropped. */
   close(): Promise<ShipmentReport>;
 }
 
-/** AWS_REGION: the default region of the first AWS connection in use that has one. */
+/**
+ * AWS_REGION (the JavaScript, Go and Java SDKs) and AWS_DEFAULT_REGION (boto3, the AWS CLI): the
+ * default region of the first AWS connection in use that has one. A parent that chose a region
+ * in either variable keeps its choice, and the other variable stays as it is.
+ */
 function awsRegion(
   routes: readonly ProxyRoute[],
-  chosen?: ReadonlyMap<string, string>,
+  chosen: ReadonlyMap<string, string> | undefined,
+  env: NodeJS.ProcessEnv,
 ): Record<string, string> {
+  if (env.AWS_REGION || env.AWS_DEFAULT_REGION) return {};
   for (const route of routes) {
     const connection = chosen?.get(route.provider) ?? route.default_connection;
     const region = connection ? route.regions?.[connection] : undefined;
-    if (region) return { AWS_REGION: region };
+    if (region) return { AWS_REGION: region, AWS_DEFAULT_REGION: region };
   }
   return {};
 }
@@ -89,7 +95,7 @@ export async function startProxySession(options: ProxySessionOptions): Promise<P
     childProxyUrl: credential.embedIn(url),
     caBundlePath,
     placeholders,
-    defaults: awsRegion(routes, options.connections),
+    defaults: awsRegion(routes, options.connections, options.env),
     async close() {
       await server.close();
       channel.close();

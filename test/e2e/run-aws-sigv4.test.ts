@@ -4,7 +4,9 @@
  * SVC_PROXY_CONNECT_TO; real clients (curl --aws-sigv4, the AWS SDK for JavaScript v3) signing
  * with the placeholder keys of their environment; the daemon re-signing with the real secret.
  */
+import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
+import { realpathSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type AwsKeys, type AwsUpstream, startAwsUpstream } from "../support/aws-upstream.ts";
@@ -15,11 +17,26 @@ const PLACEHOLDER = "svc-proxy-managed";
 const NODE = process.execPath;
 const AGENTS = fileURLToPath(new URL("../fixtures/aws-agents/", import.meta.url));
 const BUCKET = "svc-test-bucket";
+/**
+ * Pythons with boto3: Debian's (python3-boto3, which .ci/run installs; boto3 1.26) and the first
+ * python3 on PATH when it is another one with its own boto3 (a pip install: recent versions upload
+ * to S3 aws-chunked with a CRC32 trailer).
+ */
+function boto3Pythons(): string[] {
+  const found = ["/usr/bin/python3"];
+  const onPath = spawnSync("python3", ["-c", "import sys, boto3; print(sys.executable)"], {
+    encoding: "utf8",
+  });
+  const other = onPath.status === 0 ? realpathSync(onPath.stdout.trim()) : undefined;
+  if (other && other !== realpathSync(found[0]!)) found.push(other);
+  return found;
+}
 
 /** Each test host and where AWS signs for it. */
 const SCOPES: Record<string, { service: string; region: string }> = {
   "bedrock-runtime.us-west-2.amazonaws.com": { service: "bedrock", region: "us-west-2" },
   "dynamodb.eu-central-1.amazonaws.com": { service: "dynamodb", region: "eu-central-1" },
+  "dynamodb.us-west-2.amazonaws.com": { service: "dynamodb", region: "us-west-2" },
   "sts.amazonaws.com": { service: "sts", region: "us-east-1" },
   "s3.us-west-2.amazonaws.com": { service: "s3", region: "us-west-2" },
   [`${BUCKET}.s3.us-west-2.amazonaws.com`]: { service: "s3", region: "us-west-2" },
@@ -76,10 +93,16 @@ describe("svc run: AWS Signature Version 4 signed by the daemon", () => {
     expect(env.AWS_SECRET_ACCESS_KEY).toBe(PLACEHOLDER);
     expect(env.AWS_SESSION_TOKEN).toBe(PLACEHOLDER);
     expect(env.AWS_REGION).toBe("us-west-2");
-    const mine = expectOk(
-      await run(["--", NODE, "-e", "console.log(process.env.AWS_REGION)"], { AWS_REGION: "eu-north-1" }),
-    );
-    expect(mine.stdout.trim()).toBe("eu-north-1");
+    expect(env.AWS_DEFAULT_REGION).toBe("us-west-2");
+    // A region the parent chose, in either variable, is kept, and the other is not filled in.
+    const regions = "console.log(JSON.stringify([process.env.AWS_REGION, process.env.AWS_DEFAULT_REGION]))";
+    for (const [name, expected] of [
+      ["AWS_REGION", ["eu-north-1", null]],
+      ["AWS_DEFAULT_REGION", [null, "eu-north-1"]],
+    ] as const) {
+      const mine = expectOk(await run(["--", NODE, "-e", regions], { [name]: "eu-north-1" }));
+      expect(JSON.parse(mine.stdout), name).toEqual(expected);
+    }
   });
 
   it("the upstream refuses what the child signs with the placeholders", async () => {
@@ -163,6 +186,27 @@ describe("svc run: AWS Signature Version 4 signed by the daemon", () => {
       ["PUT", `${BUCKET}.s3.us-west-2.amazonaws.com`, true],
       ["GET", `${BUCKET}.s3.us-west-2.amazonaws.com`, true],
     ]);
+  });
+
+  it("a Python agent with boto3 works with only what svc run puts in its environment (the region too)", async () => {
+    for (const python of boto3Pythons()) {
+      const before = upstream.requests.length;
+      const text = `from boto3 under ${python} ✓`;
+      const result = expectOk(
+        await run(["--", python, `${AGENTS}boto3_agent.py`, BUCKET, "py/naïve.txt", text]),
+      );
+      expect(JSON.parse(result.stdout), python).toEqual({
+        region: "us-west-2",
+        dynamodb_status: 200,
+        body: text,
+      });
+      const seen = upstream.requests.slice(before);
+      expect(seen.map((request) => [request.method, request.host, request.valid])).toEqual([
+        ["POST", "dynamodb.us-west-2.amazonaws.com", true],
+        ["PUT", `${BUCKET}.s3.us-west-2.amazonaws.com`, true],
+        ["GET", `${BUCKET}.s3.us-west-2.amazonaws.com`, true],
+      ]);
+    }
   });
 
   it("a body over the limit goes UNSIGNED-PAYLOAD to S3 and is refused with 413 elsewhere", async () => {

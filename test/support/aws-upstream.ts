@@ -7,6 +7,7 @@
  */
 import { createHash, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
+import { crc32 } from "node:zlib";
 import { Sha256 } from "@aws-crypto/sha256-js";
 import { HttpRequest } from "@smithy/protocol-http";
 import { SignatureV4 } from "@smithy/signature-v4";
@@ -164,6 +165,36 @@ async function verify(
   };
 }
 
+/**
+ * The object S3 stores from an `aws-chunked` upload (what boto3 and the JavaScript SDK send by
+ * default, with a CRC32 trailer): the chunks' data, after checking the trailer's checksum as S3
+ * does. Refused uploads throw.
+ */
+function decodeAwsChunked(body: Buffer): Buffer {
+  const chunks: Buffer[] = [];
+  let at = 0;
+  for (;;) {
+    const lineEnd = body.indexOf("\r\n", at);
+    if (lineEnd < 0) throw new Error("aws-chunked: a chunk header without its line end");
+    const size = Number.parseInt(body.subarray(at, lineEnd).toString("latin1").split(";")[0]!, 16);
+    if (!Number.isInteger(size) || size < 0) throw new Error("aws-chunked: a malformed chunk size");
+    at = lineEnd + 2;
+    if (size === 0) break;
+    chunks.push(body.subarray(at, at + size));
+    at += size + 2;
+  }
+  const data = Buffer.concat(chunks);
+  const trailers = body.subarray(at).toString("latin1").split("\r\n").filter(Boolean);
+  for (const trailer of trailers) {
+    const [name, value] = trailer.split(":", 2).map((part) => part.trim());
+    if (name?.toLowerCase() !== "x-amz-checksum-crc32") continue;
+    const crc = Buffer.alloc(4);
+    crc.writeUInt32BE(crc32(data));
+    if (crc.toString("base64") !== value) throw new Error("aws-chunked: the CRC32 trailer does not match");
+  }
+  return data;
+}
+
 /** The fakes behind the signature check. */
 function answer(
   request: IncomingMessage,
@@ -197,8 +228,21 @@ function answer(
   if (service === "s3") {
     const key = `${request.headers.host}${url.pathname}`;
     if (request.method === "PUT") {
-      objects.set(key, body);
-      response.writeHead(200, { etag: `"${createHash("md5").update(body).digest("hex")}"` });
+      const chunked = String(request.headers["content-encoding"] ?? "").includes("aws-chunked");
+      let object = body;
+      if (chunked) {
+        try {
+          object = decodeAwsChunked(body);
+        } catch (error) {
+          response.writeHead(400, { "content-type": "application/xml" });
+          response.end(
+            `<Error><Code>InvalidRequest</Code><Message>${(error as Error).message}</Message></Error>`,
+          );
+          return;
+        }
+      }
+      objects.set(key, object);
+      response.writeHead(200, { etag: `"${createHash("md5").update(object).digest("hex")}"` });
       response.end();
       return;
     }
