@@ -29,7 +29,10 @@ export const CredentialViewSchema = z.discriminatedUnion("type", [
     access_key_id: z.string().describe("Not a secret: names the key in AWS's own logs and consoles."),
     redacted: z.string().describe("The secret access key, as `••••` plus at most its last 4 characters."),
     has_session_token: z.boolean(),
-    region: z.string().nullable().describe("The default region (AWS_REGION in `svc run`)."),
+    region: z
+      .string()
+      .nullable()
+      .describe("The default region (AWS_REGION and AWS_DEFAULT_REGION in `svc run`)."),
     secret_access_key: z.string().optional().describe("Only with `reveal=true`."),
     session_token: z.string().optional().describe("Only with `reveal=true`."),
   }),
@@ -109,7 +112,15 @@ export const RevokedSchema = z.object({
 export type Revoked = z.infer<typeof RevokedSchema>;
 
 export const KeyComparisonSchema = z
-  .object({ api_key: z.string().min(1).max(4096) })
+  .object({
+    api_key: z
+      .string()
+      .min(1)
+      .max(16_384)
+      .describe(
+        "The key as pasted; for an AWS connection the key pair as JSON or KEY=value lines, compared by its key id and secret.",
+      ),
+  })
   .meta({ id: "KeyComparison" });
 
 export const KeyComparedSchema = z

@@ -231,3 +231,52 @@ export function findKey(scan: EnvScan, variables: readonly string[]): FoundKey |
     others: seen.map(({ variable, source, value: other }) => ({ variable, source, same: other === value })),
   };
 }
+
+/** An AWS key pair that cannot be imported as found, and why (never a value). */
+export interface BrokenKeyPair {
+  variable: string;
+  source: string;
+  problem: string;
+}
+
+/**
+ * The AWS key pair a client would get from this environment: AWS_ACCESS_KEY_ID and
+ * AWS_SECRET_ACCESS_KEY from the same place (each variable's winner, as `findKey` picks it), with
+ * AWS_SESSION_TOKEN and the region (AWS_REGION, else AWS_DEFAULT_REGION) from that place too. The
+ * value is the pair as `svc login aws` takes it pasted (JSON). A pair split across places, or half
+ * of one, is reported rather than guessed at: two places may hold two different identities.
+ */
+export function findAwsKeyPair(scan: EnvScan): FoundKey | BrokenKeyPair | undefined {
+  const id = findKey(scan, ["AWS_ACCESS_KEY_ID"]);
+  const secret = findKey(scan, ["AWS_SECRET_ACCESS_KEY"]);
+  if (!id && !secret) return undefined;
+  if (!id || !secret) {
+    const half = (id ?? secret)!;
+    const missing = id ? "AWS_SECRET_ACCESS_KEY" : "AWS_ACCESS_KEY_ID";
+    return {
+      variable: half.variable,
+      source: half.source,
+      problem: `${half.variable} in ${half.source} has no ${missing}; an AWS key is the pair of both`,
+    };
+  }
+  if (id.source !== secret.source) {
+    return {
+      variable: id.variable,
+      source: id.source,
+      problem: `AWS_ACCESS_KEY_ID counts from ${id.source} but AWS_SECRET_ACCESS_KEY from ${secret.source}; keep the pair in one place`,
+    };
+  }
+  const besideId = (variable: string) =>
+    scan.variables.get(variable)?.find((occurrence) => occurrence.source === id.source)?.value;
+  const sessionToken = besideId("AWS_SESSION_TOKEN");
+  const region = besideId("AWS_REGION") ?? besideId("AWS_DEFAULT_REGION");
+  return {
+    ...id,
+    value: JSON.stringify({
+      access_key_id: id.value,
+      secret_access_key: secret.value,
+      ...(sessionToken ? { session_token: sessionToken } : {}),
+      ...(region ? { region } : {}),
+    }),
+  };
+}

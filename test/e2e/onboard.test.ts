@@ -250,3 +250,92 @@ describe("svc onboard", () => {
     }
   });
 });
+
+describe("svc onboard with an AWS key pair in .env", () => {
+  let sandbox: SvcSandbox;
+  let project: string;
+  const accessKeyId = `AKIA${hex(8).toUpperCase()}`;
+  const secret = `canary/${hex(18)}`;
+  const sessionToken = `IQoJcanary${hex(40)}`;
+  const canaries = [secret, sessionToken];
+  const AWS_PROVIDERS = ["aws", "bedrock", "s3"];
+
+  const assertNoCanary = (text: string) => {
+    for (const canary of canaries) expect(text).not.toContain(canary);
+  };
+  const awsRows = (result: OnboardReport) =>
+    result.providers
+      .filter((provider) => AWS_PROVIDERS.includes(provider.provider))
+      .map(({ provider, variable, source, state, result: done }) => ({
+        provider,
+        variable,
+        source,
+        state,
+        result: done,
+      }));
+
+  beforeAll(async () => {
+    sandbox = await SvcSandbox.create();
+    project = mkdtempSync(join(tmpdir(), "svc-onboard-aws-"));
+    writeFileSync(
+      join(project, ".env"),
+      [
+        `AWS_ACCESS_KEY_ID=${accessKeyId}`,
+        `AWS_SECRET_ACCESS_KEY="${secret}"`,
+        `AWS_SESSION_TOKEN=${sessionToken}`,
+        "AWS_DEFAULT_REGION=eu-west-1",
+        "",
+      ].join("\n"),
+    );
+  });
+  afterAll(async () => {
+    await sandbox.destroy();
+    rmSync(project, { recursive: true, force: true });
+  });
+
+  it("imports the pair, its session token and region into each AWS provider, and finds it the same next time", async () => {
+    const first = await runIn(sandbox, project, ["onboard", "--json"]);
+    assertNoCanary(first.stdout + first.stderr);
+    const imported = { variable: "AWS_ACCESS_KEY_ID", source: ".env", state: "env_only", result: "imported" };
+    expect(awsRows(report(first))).toEqual(AWS_PROVIDERS.map((provider) => ({ provider, ...imported })));
+    const connections = await sandbox.json<Connection[]>(["connections"]);
+    for (const provider of AWS_PROVIDERS) {
+      const connection = connections.find((entry) => entry.provider === provider);
+      expect(connection?.credential, provider).toEqual({
+        type: "aws_sigv4",
+        access_key_id: accessKeyId,
+        redacted: `••••${secret.slice(-4)}`,
+        has_session_token: true,
+        region: "eu-west-1",
+      });
+    }
+
+    const second = await runIn(sandbox, project, ["onboard", "--json"]);
+    const same = { variable: "AWS_ACCESS_KEY_ID", source: ".env", state: "same", result: "unchanged" };
+    expect(awsRows(report(second))).toEqual(AWS_PROVIDERS.map((provider) => ({ provider, ...same })));
+    expect(report(second).status).toBe("unchanged");
+    for (const file of sandbox.files()) assertNoCanary(file.content.toString("latin1"));
+  });
+
+  it("keeps svc's pair when .env holds another, and refuses a pair split across files, naming both", async () => {
+    writeFileSync(
+      join(project, ".env.local"),
+      `AWS_ACCESS_KEY_ID=${accessKeyId}\nAWS_SECRET_ACCESS_KEY=rotated-${hex(12)}\n`,
+    );
+    const different = await runIn(sandbox, project, ["onboard", "--json"]);
+    const kept = { variable: "AWS_ACCESS_KEY_ID", source: ".env.local", state: "different", result: "kept" };
+    expect(awsRows(report(different))).toEqual(AWS_PROVIDERS.map((provider) => ({ provider, ...kept })));
+
+    writeFileSync(join(project, ".env.local"), `AWS_SECRET_ACCESS_KEY=other-${hex(12)}\n`);
+    const split = await runIn(sandbox, project, ["onboard"]);
+    expect(split.code, split.stderr).toBe(0);
+    assertNoCanary(split.stdout + split.stderr);
+    expect(split.stdout).toMatch(/^aws\s+AWS_ACCESS_KEY_ID\s+\.env\s+only in svc\s+unchanged$/m);
+    expect(split.stdout).toContain(
+      "aws: AWS_ACCESS_KEY_ID counts from .env but AWS_SECRET_ACCESS_KEY from .env.local; keep the pair in one place",
+    );
+    const connections = await sandbox.json<Connection[]>(["connections"]);
+    const aws = connections.find((entry) => entry.provider === "aws")?.credential;
+    expect(aws).toMatchObject({ access_key_id: accessKeyId, redacted: `••••${secret.slice(-4)}` });
+  });
+});

@@ -9,7 +9,14 @@ import { InvalidInputError } from "../../core/errors.ts";
 import { IdentityFiles } from "../../identity/identity-files.ts";
 import { type ClaimOutcome, ensureClaimed } from "../claim.ts";
 import type { CliContext, GlobalOptions } from "../context.ts";
-import { type EnvScan, type FoundKey, findKey, scanEnvironment } from "../env-scan.ts";
+import {
+  type BrokenKeyPair,
+  type EnvScan,
+  type FoundKey,
+  findAwsKeyPair,
+  findKey,
+  scanEnvironment,
+} from "../env-scan.ts";
 
 export interface OnboardOptions {
   baseUrl?: string;
@@ -106,7 +113,6 @@ export async function runOnboard(
   const providers: ProviderReport[] = [];
   const needsLogin: OnboardReport["needs_login"] = [];
   for (const route of routes) {
-    const found = findKey(scan, route.variables);
     if (route.auth_type === "oauth2") {
       if (route.connections.length > 0) continue;
       const variables = route.variables.filter((name) => scan.variables.has(name));
@@ -114,6 +120,12 @@ export async function runOnboard(
       continue;
     }
     const connection = route.default_connection;
+    const pair = route.auth_type === "aws_sigv4" ? findAwsKeyPair(scan) : undefined;
+    if (pair && "problem" in pair) {
+      providers.push(brokenPair(route.provider, connection, pair, Boolean(options.scanOnly)));
+      continue;
+    }
+    const found = pair ?? findKey(scan, route.variables);
     if (!found && !connection) continue;
     const report = await compare(client, route.provider, connection, found);
     if (!options.scanOnly) {
@@ -213,6 +225,25 @@ async function compare(
   return { provider, ...where, connection, state: same ? "same" : "different" };
 }
 
+/** An AWS key pair that cannot be imported as found: reported with why, and nothing is changed. */
+function brokenPair(
+  provider: string,
+  connection: string | null,
+  pair: BrokenKeyPair,
+  scanOnly: boolean,
+): ProviderReport {
+  return {
+    provider,
+    variable: pair.variable,
+    source: pair.source,
+    connection: connection ?? DEFAULT_CONNECTION,
+    // No usable pair here: with a connection, svc's stays as it is.
+    state: connection ? "svc_only" : "env_only",
+    ...(scanOnly ? {} : { result: connection ? ("unchanged" as const) : ("refused" as const) }),
+    message: pair.problem,
+  };
+}
+
 /** Imports a key svc does not hold; anything else is left as it is. */
 async function settle(
   client: DaemonClient,
@@ -243,7 +274,10 @@ async function settle(
     // A key in the wrong format: the message is the provider's format hint, never the value.
     if (!(error instanceof InvalidInputError)) throw error;
     report.result = "refused";
-    report.message = `the value of ${report.variable} in ${report.source} is not a ${report.provider} key: ${error.message}`;
+    report.message =
+      report.variable === "AWS_ACCESS_KEY_ID"
+        ? `the AWS key pair in ${report.source} is not usable: ${error.message}`
+        : `the value of ${report.variable} in ${report.source} is not a ${report.provider} key: ${error.message}`;
   }
 }
 

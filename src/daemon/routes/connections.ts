@@ -15,8 +15,10 @@ import { errorResponses } from "../../api/errors.ts";
 import { AUDIT_EVENTS } from "../../audit/events.ts";
 import { equalSecrets } from "../../core/constant-time.ts";
 import { OperationNotAllowedError } from "../../core/errors.ts";
+import { type AwsCredentials, parseAwsCredentials } from "../../flows/aws-credentials.ts";
 import type { DaemonContext } from "../context.ts";
 import { callerScope } from "../services/caller-scope.ts";
+import type { StoredCredential } from "../services/connections.ts";
 import { connectionView } from "../services/connections.ts";
 
 const errors = errorResponses(400, 401, 403, 404);
@@ -24,6 +26,24 @@ const tags = ["connections"];
 const security = [{ pop: [] }];
 
 /** The caller's connections, in the caller's vault. */
+/**
+ * Whether a key as pasted equals the stored credential, in constant time: an API key whole; for an
+ * AWS connection the pair (JSON or KEY=value lines) by its key id and secret, the parts that make
+ * it the same identity (a session token or region may be refreshed or chosen anew).
+ */
+function sameCredential(stored: StoredCredential, pasted: string): boolean {
+  if (stored.type === "api_key") return equalSecrets(stored.api_key, pasted);
+  if (stored.type !== "aws_sigv4") return false;
+  let given: AwsCredentials;
+  try {
+    given = parseAwsCredentials(pasted);
+  } catch {
+    return false;
+  }
+  const id = equalSecrets(stored.access_key_id, given.access_key_id);
+  return equalSecrets(stored.secret_access_key, given.secret_access_key) && id;
+}
+
 export function connectionRoutes(context: DaemonContext): FastifyPluginAsyncZod {
   return async (app) => {
     app.get(
@@ -116,7 +136,7 @@ export function connectionRoutes(context: DaemonContext): FastifyPluginAsyncZod 
       "/api/connections/:provider/:connection/compare",
       {
         schema: {
-          summary: "Whether an API key equals the stored one, without revealing it (PoP)",
+          summary: "Whether an API key (or AWS key pair) equals the stored one, without revealing it (PoP)",
           description:
             "For `svc onboard`: a key found in `.env` that is already stored is left alone. Constant-time comparison; nothing is revealed or audited.",
           tags,
@@ -132,8 +152,7 @@ export function connectionRoutes(context: DaemonContext): FastifyPluginAsyncZod 
         context.providers.get(provider);
         await scope.guard.assertAllowed(provider, connection);
         const record = await context.connections.get(scope.vaultId, provider, connection);
-        const stored = record.credential.type === "api_key" ? record.credential.api_key : "";
-        return { same: equalSecrets(stored, request.body.api_key) };
+        return { same: sameCredential(record.credential, request.body.api_key) };
       },
     );
 
