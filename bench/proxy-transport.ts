@@ -35,8 +35,16 @@ const upstream = await startUpstream();
 const node = process.execPath;
 const workDir = mkdtempSync(join(os.tmpdir(), "svc-bench-transport-"));
 
-/** Starts the proxy of one mode; resolves its URL, CA bundle and process. */
-async function startProxy(mode: string) {
+/** A proxy under measurement: its URL, the CA its clients trust, and its process. */
+interface Proxy {
+  url: string;
+  caPath: string;
+  pid: number;
+  stop(): void;
+}
+
+/** Starts the proxy of one svc mode in its own process. */
+async function startMode(mode: (typeof MODES)[number]): Promise<Proxy> {
   const child = spawn(node, [PROXY], {
     env: {
       PATH: process.env.PATH,
@@ -53,19 +61,6 @@ async function startProxy(mode: string) {
     child.once("exit", (code) => reject(new Error(`the ${mode} proxy exited ${code}`)));
   });
   const { url, caBundle } = JSON.parse(line) as { url: string; caBundle: string };
-  return { child, url, caBundle };
-}
-
-/** A proxy under measurement: its URL, the CA its clients trust, and its process. */
-interface Proxy {
-  url: string;
-  caPath: string;
-  pid: number;
-  stop(): void;
-}
-
-async function startMode(mode: (typeof MODES)[number]): Promise<Proxy> {
-  const { child, url, caBundle } = await startProxy(mode);
   return { url, caPath: caBundle, pid: child.pid!, stop: () => child.kill() };
 }
 

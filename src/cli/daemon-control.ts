@@ -88,7 +88,7 @@ function takenBy(occupant: Occupant): PortTakenBy {
   return occupant.kind === "other_home" ? "another_svc_home" : "not_svc";
 }
 
-/** Why this home will not use what answers at `baseUrl`, and what to do instead. */
+/** Why no daemon is started at `baseUrl` while this home's daemon runs at `runningAt`. */
 function elsewhereError(
   layout: HomeLayout,
   baseUrl: string,
@@ -100,6 +100,7 @@ function elsewhereError(
   );
 }
 
+/** Why this home will not use what answers at `baseUrl`, and what to do instead. */
 export function foreignDaemonError(layout: HomeLayout, baseUrl: string, taken: PortTakenBy): SvcError {
   const who =
     taken === "another_svc_home" ? "the svc daemon of another SVC_HOME" : "something that is not svc";

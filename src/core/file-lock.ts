@@ -27,7 +27,7 @@ export async function withFileLock<T>(
   task: () => Promise<T>,
 ): Promise<T> {
   const deadline = Date.now() + (options.timeoutMs ?? DEFAULT_TIMEOUT_MS);
-  while (!tryAcquire(path)) {
+  while (!tryFileLock(path)) {
     if (Date.now() > deadline) throw timedOut(path, options);
     await sleep(POLL_MS);
   }
@@ -42,7 +42,7 @@ export async function withFileLock<T>(
 export function withFileLockSync<T>(path: string, options: FileLockOptions, task: () => T): T {
   const deadline = Date.now() + (options.timeoutMs ?? DEFAULT_TIMEOUT_MS);
   const pause = new Int32Array(new SharedArrayBuffer(4));
-  while (!tryAcquire(path)) {
+  while (!tryFileLock(path)) {
     if (Date.now() > deadline) throw timedOut(path, options);
     Atomics.wait(pause, 0, 0, POLL_MS);
   }
@@ -53,7 +53,23 @@ export function withFileLockSync<T>(path: string, options: FileLockOptions, task
   }
 }
 
-function tryAcquire(path: string): boolean {
+/** Whether the process with this pid still holds what it locked: by default, whether it still exists. */
+export type HolderRuns = (pid: number) => boolean;
+
+function pidExists(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code !== "ESRCH";
+  }
+}
+
+/**
+ * One attempt at the lock at `path`: true when this process now holds it. A lock whose holder no
+ * longer runs is removed (so the next attempt can take it) and this one reports false.
+ */
+export function tryFileLock(path: string, holderRuns: HolderRuns = pidExists): boolean {
   ensurePrivateDir(dirname(path));
   try {
     writeFileSync(path, `${process.pid}\n`, { flag: "wx", mode: 0o600 });
@@ -61,30 +77,28 @@ function tryAcquire(path: string): boolean {
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
   }
-  if (holderIsGone(path)) rmSync(path, { force: true });
+  if (holderIsGone(path, holderRuns)) rmSync(path, { force: true });
   return false;
 }
 
-function holderIsGone(path: string): boolean {
-  let text: string;
+/** The pid a lock file names, if it names one. */
+export function lockHolder(path: string): number | undefined {
   try {
-    text = readFileSync(path, "utf8");
+    const pid = Number(readFileSync(path, "utf8").trim());
+    return Number.isInteger(pid) && pid > 0 ? pid : undefined;
   } catch {
-    return false; // released meanwhile: the next attempt takes it
+    return undefined;
   }
-  const pid = Number(text.trim());
-  if (!Number.isInteger(pid) || pid <= 0) {
-    try {
-      return Date.now() - statSync(path).mtimeMs > EMPTY_LOCK_GRACE_MS;
-    } catch {
-      return false;
-    }
-  }
+}
+
+function holderIsGone(path: string, holderRuns: HolderRuns): boolean {
+  const pid = lockHolder(path);
+  if (pid !== undefined) return !holderRuns(pid);
+  // Empty (or unreadable: released meanwhile, and the next attempt takes it).
   try {
-    process.kill(pid, 0);
+    return Date.now() - statSync(path).mtimeMs > EMPTY_LOCK_GRACE_MS;
+  } catch {
     return false;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "ESRCH";
   }
 }
 

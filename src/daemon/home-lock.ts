@@ -6,47 +6,31 @@
  * closed it. A lock left by a daemon that died is taken over: its pid no longer runs `svc daemon
  * serve`.
  */
-import { readFileSync, rmSync, writeFileSync } from "node:fs";
+import { rmSync } from "node:fs";
 import { isDaemonProcess, readDaemonState } from "../core/daemon-state.ts";
 import { OperationNotAllowedError } from "../core/errors.ts";
+import { lockHolder, tryFileLock } from "../core/file-lock.ts";
 import type { HomeLayout } from "../core/paths.ts";
-import { ensurePrivateDir } from "../core/secure-fs.ts";
 
-/** A racing starter may take over the same stale lock: a few rounds settle who holds it. */
+/** A stale lock is removed by one attempt and taken by the next; a racing starter may need a third. */
 const ATTEMPTS = 3;
-
-function holderOf(path: string): number | undefined {
-  try {
-    const pid = Number(readFileSync(path, "utf8").trim());
-    return Number.isInteger(pid) && pid > 0 ? pid : undefined;
-  } catch {
-    return undefined;
-  }
-}
 
 /** Takes the home's daemon lock, or refuses (exit 4) while another daemon of the home runs. Returns its release. */
 export function lockHome(layout: HomeLayout): () => void {
-  ensurePrivateDir(layout.server);
+  const path = layout.daemonLock;
   for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
-    try {
-      writeFileSync(layout.daemonLock, `${process.pid}\n`, { flag: "wx", mode: 0o600 });
+    // The pid may have been reused since a crash: the holder must still be `svc daemon serve`, and
+    // not this process.
+    if (tryFileLock(path, (pid) => pid !== process.pid && isDaemonProcess(pid))) {
       return () => {
-        if (holderOf(layout.daemonLock) === process.pid) rmSync(layout.daemonLock, { force: true });
+        if (lockHolder(path) === process.pid) rmSync(path, { force: true });
       };
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
     }
-    const holder = holderOf(layout.daemonLock);
-    if (holder !== undefined && holder !== process.pid && isDaemonProcess(holder)) {
-      const state = readDaemonState(layout.daemonState);
-      const where = state?.pid === holder ? ` at ${state.url}` : "";
-      throw new OperationNotAllowedError(
-        `the daemon of ${layout.home} is already running${where} (pid ${holder}); a home has one daemon. Use it (commands find it by themselves), or stop it first with \`svc daemon stop\``,
-      );
-    }
-    rmSync(layout.daemonLock, { force: true });
   }
+  const holder = lockHolder(path);
+  const state = readDaemonState(layout.daemonState);
+  const where = holder !== undefined && state?.pid === holder ? ` at ${state.url}` : "";
   throw new OperationNotAllowedError(
-    `could not take ${layout.daemonLock}: another daemon of this home is starting at the same time`,
+    `the daemon of ${layout.home} is already running${where}${holder !== undefined ? ` (pid ${holder})` : ""}; a home has one daemon. Use it (commands find it by themselves), or stop it first with \`svc daemon stop\``,
   );
 }

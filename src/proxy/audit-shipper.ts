@@ -9,7 +9,6 @@ export interface AuditShipperOptions {
   maxQueue?: number;
   batchSize?: number;
   intervalMs?: number;
-  now?: () => number;
 }
 
 export interface ShipmentReport {
@@ -37,7 +36,6 @@ export class AuditShipper {
   readonly #maxQueue: number;
   readonly #batchSize: number;
   readonly #timer: NodeJS.Timeout;
-  readonly #now: () => number;
   #queue: ExternalAuditEvent[] = [];
   #inFlight: Promise<void> | undefined;
   /** No batch is sent before this time (ms): the daemon's Retry-After. */
@@ -51,7 +49,6 @@ export class AuditShipper {
     this.#send = options.send;
     this.#maxQueue = options.maxQueue ?? 10_000;
     this.#batchSize = Math.min(options.batchSize ?? 200, MAX_AUDIT_BATCH);
-    this.#now = options.now ?? Date.now;
     this.#timer = setInterval(() => void this.#ship(), options.intervalMs ?? 1_000);
     this.#timer.unref();
   }
@@ -67,7 +64,7 @@ export class AuditShipper {
 
   #ship(): Promise<void> {
     if (this.#inFlight || this.#queue.length === 0) return this.#inFlight ?? Promise.resolve();
-    if (!this.#closing && this.#now() < this.#pausedUntil) return Promise.resolve();
+    if (!this.#closing && Date.now() < this.#pausedUntil) return Promise.resolve();
     const batch = this.#queue.splice(0, this.#batchSize);
     this.#inFlight = this.#send(batch)
       .then(
@@ -84,13 +81,17 @@ export class AuditShipper {
 
   #refused(batch: ExternalAuditEvent[], error: unknown): void {
     const wait = rateLimitWait(error);
-    if (wait !== undefined) this.#rateLimited = true;
-    if (wait === undefined || this.#closing) {
-      // Closing does not wait out a rate limit: `svc run` exits with its child.
-      this.#dropped += batch.length + (wait === undefined ? 0 : this.#queue.splice(0).length);
+    if (wait === undefined) {
+      this.#dropped += batch.length;
       return;
     }
-    this.#pausedUntil = this.#now() + wait;
+    this.#rateLimited = true;
+    if (this.#closing) {
+      // Closing does not wait out a rate limit (`svc run` exits with its child): the rest goes too.
+      this.#dropped += batch.length + this.#queue.splice(0).length;
+      return;
+    }
+    this.#pausedUntil = Date.now() + wait;
     this.#queue.unshift(...batch);
     // Pushed meanwhile beyond the bound: the newest go, as they would have on arrival.
     const excess = this.#queue.length - this.#maxQueue;

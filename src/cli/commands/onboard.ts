@@ -129,7 +129,7 @@ export async function runOnboard(
     if (!found && !connection) continue;
     const report = await compare(client, route.provider, connection, found);
     if (!options.scanOnly) {
-      await settle(client, report, found);
+      await settle(client, report, found, route.auth_type === "aws_sigv4");
       if (report.result === "imported") changed = true;
     }
     providers.push(report);
@@ -249,6 +249,7 @@ async function settle(
   client: DaemonClient,
   report: ProviderReport,
   found: FoundKey | undefined,
+  keyPair: boolean,
 ): Promise<void> {
   if (report.state === "same" || report.state === "svc_only") {
     report.result = "unchanged";
@@ -274,10 +275,9 @@ async function settle(
     // A key in the wrong format: the message is the provider's format hint, never the value.
     if (!(error instanceof InvalidInputError)) throw error;
     report.result = "refused";
-    report.message =
-      report.variable === "AWS_ACCESS_KEY_ID"
-        ? `the AWS key pair in ${report.source} is not usable: ${error.message}`
-        : `the value of ${report.variable} in ${report.source} is not a ${report.provider} key: ${error.message}`;
+    report.message = keyPair
+      ? `the AWS key pair in ${report.source} is not usable: ${error.message}`
+      : `the value of ${report.variable} in ${report.source} is not a ${report.provider} key: ${error.message}`;
   }
 }
 

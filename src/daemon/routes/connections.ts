@@ -25,7 +25,6 @@ const errors = errorResponses(400, 401, 403, 404);
 const tags = ["connections"];
 const security = [{ pop: [] }];
 
-/** The caller's connections, in the caller's vault. */
 /**
  * Whether a key as pasted equals the stored credential, in constant time: an API key whole; for an
  * AWS connection the pair (JSON or KEY=value lines) by its key id and secret, the parts that make
@@ -44,6 +43,7 @@ function sameCredential(stored: StoredCredential, pasted: string): boolean {
   return equalSecrets(stored.secret_access_key, given.secret_access_key) && id;
 }
 
+/** The caller's connections, in the caller's vault. */
 export function connectionRoutes(context: DaemonContext): FastifyPluginAsyncZod {
   return async (app) => {
     app.get(
